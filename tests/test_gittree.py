@@ -278,28 +278,37 @@ def test_big_blob_streams_through_the_batch_reader(tmp_path, monkeypatch):
 
 
 def test_no_process_per_file(tmp_path, monkeypatch):
-    """One ls-tree and the persistent cat-file readers, however many files are read."""
+    """A fixed handful of git processes (the listing, the batch readers), however many files are read."""
+    import subprocess
+
     import git.cmd
 
-    repo = init(tmp_path / "repo", harbor_tasks("tasks", [f"t{i}" for i in range(40)]))
-    for i in range(3):
-        build(repo, {f"links/l{i}.md": ("symlink", f"../tasks/t{i}/instruction.md")})
-    commit(repo)
     spawned: list[list[str]] = []
     name = "safer_popen" if hasattr(git.cmd, "safer_popen") else "Popen"  # GitPython's spawn point
-    real = getattr(git.cmd, name)
+    for module, attr in ((git.cmd, name), (subprocess, "Popen")):  # GitPython's, and the listing's
+        real = getattr(module, attr)
 
-    def counting(cmd, *args, **kwargs):
-        spawned.append(list(cmd))
-        return real(cmd, *args, **kwargs)
+        def counting(cmd, *args, _real=real, **kwargs):
+            spawned.append(list(cmd))
+            return _real(cmd, *args, **kwargs)
 
-    monkeypatch.setattr(git.cmd, name, counting)
-    tree = GitTree(repo, "HEAD")
-    report = detect(tree)
-    assert report.framework("harbor").tasks == 40 and tree.reads >= 40
-    subcommands = [next(a for a in cmd[1:] if not a.startswith("-")) for cmd in spawned]
-    assert sorted(subcommands) == ["cat-file", "ls-tree"], spawned  # links read through the same reader
-    tree.close()
+        monkeypatch.setattr(module, attr, counting)
+
+    def processes(tasks: int) -> list[str]:
+        repo = init(tmp_path / f"repo{tasks}", harbor_tasks("tasks", [f"t{i}" for i in range(tasks)]))
+        for i in range(3):
+            build(repo, {f"links/l{i}.md": ("symlink", f"../tasks/t{i}/instruction.md")})
+        commit(repo)
+        spawned.clear()
+        tree = GitTree(repo, "HEAD")
+        report = detect(tree)
+        assert report.framework("harbor").tasks == tasks and tree.reads >= tasks
+        tree.close()
+        return sorted(next(a for a in cmd[1:] if not a.startswith("-")) for cmd in spawned)
+
+    few, many = processes(10), processes(120)
+    assert few == many, (few, many)
+    assert many.count("ls-tree") == 1 and len(many) <= 3, many
 
 
 def test_card_at_revision_is_not_read_from_the_work_tree(tmp_path):

@@ -102,6 +102,11 @@ def _bad_input_types() -> tuple[type[BaseException], ...]:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    source = getattr(args, "source", None) or "."
+    if getattr(args, "rev", None) and not _is_remote(source):
+        from .gittree import start_listing  # git lists the revision while the plugins load
+
+        start_listing(source, args.rev)
     _warn_plugin_errors()
     if args.command == "detect":
         return cmd_detect(args)

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
 from collections.abc import Iterable
+from itertools import compress, repeat
+from operator import itemgetter
 from typing import Any, BinaryIO
 
 from .tree import MAX_READ, FileTooLarge, Tree, TreeError, basename, parent
@@ -35,14 +38,73 @@ def _import_git() -> Any:
 
 
 class _Entry:
-    """A blob of the listing, parsed from its ``ls-tree -l`` line (``<mode> blob <sha> <size>``) on use:
-    the listing keeps only the raw line, so a 100,000-file tree costs one dict entry per file."""
+    """A blob of the listing, parsed from its ``ls-tree -l`` record (``<mode> blob <sha> <size>\t<path>``)
+    on use: the listing keeps only the raw record, so a 100,000-file tree costs one dict entry per file."""
 
     __slots__ = ("mode", "sha", "size")
 
-    def __init__(self, meta: str):
-        mode, _, sha, size = meta.split()
+    def __init__(self, record: str):
+        mode, _, sha, size = record.partition("\t")[0].split()
         self.mode, self.sha, self.size = mode, sha, int(size)
+
+
+class _Listing:
+    """``git ls-tree -r -l -z REV`` run in ``folder`` (git lists the folder's part of the revision, with
+    paths relative to it). Its output goes to an unnamed temporary file, so git runs at full speed while
+    this process goes on (loading the plugins, importing GitPython) instead of stalling on a full pipe."""
+
+    def __init__(self, folder: str, rev: str):
+        import tempfile
+
+        command = [os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git", "ls-tree", "-r", "-l", "-z", rev]
+        self._out, self._err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        try:
+            self.process = subprocess.Popen(command, cwd=folder, stdin=subprocess.DEVNULL, stdout=self._out,
+                                            stderr=self._err)
+        except OSError as exc:
+            self._close()
+            raise TreeError(f"reading a git revision needs the git command: {exc}") from None
+
+    def result(self) -> tuple[int, bytes, bytes]:
+        """git's exit status, its output and its error text (waits for git to finish)."""
+        status = self.process.wait()
+        try:
+            self._out.seek(0)
+            self._err.seek(0)
+            return status, self._out.read(), self._err.read()
+        finally:
+            self._close()
+
+    def cancel(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self._close()
+
+    def _close(self) -> None:
+        self._out.close()
+        self._err.close()
+
+
+_pending: dict[tuple[str, str], _Listing] = {}
+
+
+def start_listing(folder: str | os.PathLike, rev: str) -> None:
+    """A hint: the caller will soon build ``GitTree(folder, rev)``, so start git listing it now, in
+    parallel with whatever the caller does first (the CLI loads the plugins). Errors wait for GitTree."""
+    folder = os.fspath(folder)
+    if rev and not rev.startswith("-") and os.path.isdir(folder) and (folder, rev) not in _pending:
+        try:
+            _pending[(folder, rev)] = _Listing(folder, rev)
+        except TreeError:
+            pass
+
+
+def _dotted(paths: Iterable[str]) -> list[str]:
+    """The paths with a component that starts with a dot (filtered in C: no Python call per path)."""
+    paths = list(paths)
+    return [*compress(paths, map(str.startswith, paths, repeat("."))),
+            *compress(paths, map(str.__contains__, paths, repeat("/.")))]
 
 
 class GitTree(Tree):
@@ -52,101 +114,125 @@ class GitTree(Tree):
 
     def __init__(self, folder: str | os.PathLike, rev: str, skip: Iterable[str] = ()):
         folder = os.fspath(folder)
-        git = _import_git()
         rev = (rev or "").strip()
         if not rev or rev.startswith("-") or any(c in rev for c in "\n\r\0"):
             raise TreeError(f"{rev!r}: not a usable git revision")
         if not os.path.isdir(folder):
             raise TreeError(f"{folder}: not a folder")
+        listing = _pending.pop((folder, rev), None) or _Listing(folder, rev)
         try:
-            self.repo = git.Repo(folder, search_parent_directories=True)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise TreeError(f"{folder}: not a git repository (--rev reads a committed revision)") from None
-        super().__init__(f"{folder}@{rev}", skip)
-        self.folder, self.rev = folder, rev
-        self.prefix = self._prefix(folder)
-        self.unreadable: list[str] = []
-        # the ls-tree line of every blob, dot-directories included (symlink targets may sit there)
-        self._entries: dict[str, str] = {}
-        self._blobs: dict[str, str] = {}  # listed file -> its blob's ls-tree line (a link: its target's)
-        self._stream: _BlobStream | None = None
-        self._cache: dict[str, bytes] = {}  # blob sha -> content, filled by prefetch()
-        self._folder_rules: dict[str, bool] = {}
-        self._cached_bytes = 0
-        self._list()
+            git = _import_git()
+            try:
+                self.repo = git.Repo(folder, search_parent_directories=True)
+            except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+                raise TreeError(f"{folder}: not a git repository (--rev reads a committed revision)") from None
+            super().__init__(f"{folder}@{rev}", skip)
+            self.folder, self.rev = folder, rev
+            self.unreadable: list[str] = []
+            # every listed entry (dot-directories included: symlink targets may sit there) -> its ls-tree record
+            self._entries: dict[str, str] = {}
+            self._links: dict[str, str] = {}  # a listed symlink -> the file it ends at
+            self._paths: list[str] = []  # every listed path, in listing order
+            self._names: list[str] | None = None  # their base names, built on the first named()
+            self._stream: _BlobStream | None = None
+            self._cache: dict[str, bytes] = {}  # blob sha -> content, filled by prefetch()
+            self._folder_rules: dict[str, bool] = {}
+            self._cached_bytes = 0
+            self._batch: _Batch | None = None  # the prefetch under way
+            self._list(listing)
+        except BaseException:
+            listing.cancel()
+            raise
 
     # -- listing -----------------------------------------------------------------------------
-    def _prefix(self, folder: str) -> str:
+    @property
+    def prefix(self) -> str:
+        """The folder's path inside the repository ("" for its top or a bare repository)."""
         top = self.repo.working_tree_dir
-        if top is None:  # a bare repository: the whole tree
+        if top is None:
             return ""
-        rel = os.path.relpath(os.path.realpath(folder), os.path.realpath(top))
+        rel = os.path.relpath(os.path.realpath(self.folder), os.path.realpath(top))
         return "" if rel == "." else rel.replace(os.sep, "/")
 
-    def _treeish(self) -> str:
-        return f"{self.rev}:{self.prefix}" if self.prefix else self.rev
-
-    def _list(self) -> None:
-        """One ``git ls-tree -r -l -z``: every blob with its mode, id and size, filtered in one pass by
-        LocalTree's rules (dot-directories, skip patterns, unusable names; symlinks resolved after).
-        Folders are the parents of the listed entries: git stores no empty folder."""
-        git = _import_git()
-        proc = self.repo.git.ls_tree("-r", "-l", "-z", "--full-tree", self._treeish(), as_process=True)
-        out = proc.stdout.read()  # read straight off the pipe: no poll loop for a big listing
-        try:
-            proc.wait()
-        except git.GitCommandError as exc:
-            raise TreeError(self._bad_revision_message(str(exc.stderr or ""))) from None
-        entries, files, blobs, dirs = self._entries, self._files, self._blobs, self._dirs
-        skip = bool(self.skip)
-        visible = self._visible
-        folder_ok: dict[str, bool] = {"": True}
-        by_name: dict[str, list[str]] = {}
-        links: list[tuple[str, str]] = []
-        for record in out.decode("utf-8", "surrogateescape").split("\0"):
-            meta, _, path = record.partition("\t")
-            if meta[7:11] != "blob":  # a submodule (mode 160000, a commit) is skipped; "" ends the output
-                continue
-            entries[path] = meta
-            folder, _, name = path.rpartition("/")
-            ok = folder_ok.get(folder)
-            if ok is None:
-                ancestor = folder
-                while ancestor not in folder_ok:
-                    shown = folder_ok[ancestor] = visible(ancestor)
-                    if shown:
-                        dirs.add(ancestor)
-                    ancestor = ancestor.rpartition("/")[0]
-                ok = folder_ok[folder]
-            if not ok:
-                continue
-            if "\n" in name or "\r" in name:
-                self.unreadable.append(path)
-                continue
-            if skip and self.skipped(path):
-                continue
-            if meta.startswith(MODE_LINK):
-                links.append((path, name))  # resolved once the whole listing is known
-                continue
-            files.add(path)
-            blobs[path] = meta
-            names = by_name.get(name)
-            if names is None:
-                by_name[name] = [path]
-            else:
-                names.append(path)
+    def _list(self, listing: _Listing) -> None:
+        """Parse the listing and filter it by LocalTree's rules (dot-directories, skip patterns, unusable
+        names; symlinks resolved once the whole listing is known). The common case is whole-list work done
+        in C (split, slice, zip, map); only paths that can be special (a dot, a newline, a skip pattern, an
+        odd mode) are looked at one by one. Folders are the parents of the listed entries: git stores no
+        empty folder."""
+        status, out, err = listing.result()
+        if status != 0:
+            raise TreeError(self._bad_revision_message(err.decode("utf-8", "replace")))
+        text = out.decode("utf-8", "surrogateescape")
+        if not text and self.prefix and not self._has_folder():
+            raise TreeError(self._bad_revision_message())
+        if text.count("\t") == text.count("\0"):  # no tab inside a path: one split gives meta, path, meta...
+            fields = text.replace("\t", "\0").split("\0")
+            metas, paths = fields[0:-1:2], fields[1::2]
+        else:
+            records = [record.partition("\t") for record in text.split("\0")[:-1]]
+            metas, paths = list(map(itemgetter(0), records)), list(map(itemgetter(2), records))
+        entries = self._entries = dict(zip(paths, metas, strict=True))
+        self._paths = paths
+        odd = bool(self.skip) or "\n" in text or "\r" in text
+        dotted = odd or "/." in text or "\t." in text or text.startswith(".")
+        hidden: set[str] = set()
+        if dotted:
+            hidden = {p for p in (paths if odd else _dotted(paths)) if not self._shown(p)}
+        links: list[str] = []
+        if "120000 " in text or "160000 " in text:  # a symlink or a submodule somewhere (or such a name)
+            for path, meta in zip(paths, metas, strict=True):
+                if meta.startswith(MODE_LINK):
+                    if path not in hidden:
+                        links.append(path)  # resolved below, once the whole listing is known
+                    hidden.add(path)
+                elif meta[7:11] != "blob":  # a submodule (mode 160000, a commit) is skipped
+                    hidden.add(path)
+                    del entries[path]
+        files = self._files = set(paths).difference(hidden) if hidden else set(paths)
+        folders = set(map(itemgetter(0), map(str.rpartition, entries, repeat("/"))))
+        level = folders
+        while level:  # every ancestor of a listed entry, one depth at a time
+            level = set(map(itemgetter(0), map(str.rpartition, level, repeat("/")))).difference(folders)
+            folders |= level
+        folders.discard("")
+        if dotted:
+            folders.difference_update([f for f in (folders if odd else _dotted(folders)) if not self._visible(f)])
+        self._dirs = folders
+        self._dirs.add(".")
         if links:
-            targets = self._resolve_links([path for path, _ in links])
-            for path, name in links:
-                target = targets.get(path)
-                if target is None:
-                    continue  # out of the tree, a directory, or dangling
-                files.add(path)
-                blobs[path] = entries[target]
-                by_name.setdefault(name, []).append(path)
-        for paths in by_name.values():
-            paths.sort()
-        self._by_name = by_name
+            self._links = self._resolve_links(links)
+            files.update(self._links)
+
+    def named(self, name: str) -> list[str]:
+        """Every file whose base name is ``name``, sorted: one pass over the listing per name asked for."""
+        memo = self._by_name
+        if memo is None:
+            memo = self._by_name = {}
+        found = memo.get(name)
+        if found is None:
+            if self._names is None:
+                self._names = list(map(itemgetter(2), map(str.rpartition, self._paths, repeat("/"))))
+            files = self._files
+            found = memo[name] = sorted(p for p in compress(self._paths, map(name.__eq__, self._names)) if p in files)
+        return found
+
+    def _has_folder(self) -> bool:
+        try:
+            self.repo.git.cat_file("-e", f"{self.rev}:{self.prefix}")
+        except Exception:  # noqa: BLE001 - GitCommandError: no such folder at this revision
+            return False
+        return True
+
+    def _shown(self, path: str) -> bool:
+        """A listed file's verdict by LocalTree's rules: in a visible folder, a usable name, not skipped."""
+        folder, _, name = path.rpartition("/")
+        if folder and not self._visible(folder):
+            return False
+        if "\n" in name or "\r" in name:
+            self.unreadable.append(path)
+            return False
+        return not (self.skip and self.skipped(path))
 
     def _visible(self, folder: str) -> bool:
         """False for a dot-directory, a folder under one, a skipped folder, or an unusable name."""
@@ -234,10 +320,9 @@ class GitTree(Tree):
 
     # -- reading -----------------------------------------------------------------------------
     def _entry(self, path: str) -> _Entry:
-        try:
-            return _Entry(self._blobs[path])
-        except KeyError:
-            raise FileNotFoundError(f"{path}: not a file at {self.rev}") from None
+        if path not in self._files:
+            raise FileNotFoundError(f"{path}: not a file at {self.rev}")
+        return _Entry(self._entries[self._links.get(path, path)])
 
     def size(self, path: str) -> int:
         return self._entry(path).size
@@ -262,18 +347,16 @@ class GitTree(Tree):
         return stream
 
     def prefetch(self, paths: Iterable[str]) -> None:
-        """Read the blobs of these files in one pipelined pass of the batch reader (a writer thread feeds
-        the requests while this thread reads the answers), instead of one round trip per file."""
+        """Start reading the blobs of these files with one ``git cat-file --batch`` (see _Batch): git
+        works through the list while the caller parses the first ones, instead of a round trip per file."""
         wanted: dict[str, int] = {}
         budget = PREFETCH_BUDGET - self._cached_bytes
+        files, entries, links, cache = self._files, self._entries, self._links, self._cache
         for path in paths:
-            meta = self._blobs.get(path)
-            if meta is None:
+            if path not in files:
                 continue
-            entry = _Entry(meta)
-            if entry.size > PREFETCH_FILE_MAX:
-                continue
-            if entry.sha in self._cache or entry.sha in wanted:
+            entry = _Entry(entries[links.get(path, path)])
+            if entry.size > PREFETCH_FILE_MAX or entry.sha in cache or entry.sha in wanted:
                 continue
             if entry.size > budget:
                 break
@@ -283,45 +366,21 @@ class GitTree(Tree):
             self._fetch_many(wanted)
 
     def _fetch_many(self, wanted: dict[str, int]) -> None:
-        """Fill the cache with these blobs (sha -> size) through the batch reader, pipelined."""
-        import threading
+        """Queue these blobs (sha -> size, under PREFETCH_BUDGET in all) for one batch read."""
+        if self._batch is not None:
+            self._batch.finish(self._store)
+        self._batch = _Batch(self.repo, list(wanted))
 
-        self._release()
-        git = self.repo.git
-        cmd = git._get_persistent_cmd("cat_file_all", "cat_file", batch=True)  # GitPython's reader
-        request = "".join(f"{sha}\n" for sha in wanted).encode("ascii")
-        failure: list[BaseException] = []
-
-        def feed() -> None:
-            try:
-                cmd.stdin.write(request)
-                cmd.stdin.flush()
-            except BaseException as exc:  # noqa: BLE001 - reported below
-                failure.append(exc)
-
-        writer = threading.Thread(target=feed, name="envtag-git-prefetch", daemon=True)
-        writer.start()
-        out = cmd.stdout
-        try:
-            for sha in wanted:
-                header = out.readline().split()
-                if len(header) != 3:  # "<sha> missing": nothing follows
-                    continue
-                size = int(header[2])
-                data = out.read(size)
-                out.read(1)  # the newline after each object
-                if header[1] == b"blob" and len(data) == size:
-                    self._cache[sha] = data
-                    self._cached_bytes += size
-        finally:
-            writer.join()
-        if failure:
-            git.clear_cache()  # the reader's state is unknown: start a fresh one on the next read
-            self._cache.clear()
-            self._cached_bytes = 0
+    def _store(self, sha: str, data: bytes) -> None:
+        self._cache[sha] = data
+        self._cached_bytes += len(data)
 
     def _blob_bytes(self, sha: str, size: int, limit: int | None = None) -> bytes:
         cached = self._cache.get(sha)
+        if cached is None and self._batch is not None and sha in self._batch.pending:
+            if self._batch.until(sha, self._store):
+                self._batch = None
+            cached = self._cache.get(sha)
         if cached is not None:
             return cached if limit is None else cached[:limit]
         stream = self._raw_stream(sha)
@@ -359,6 +418,9 @@ class GitTree(Tree):
     def close(self) -> None:
         """Stop the git processes this tree started (they also stop when it is garbage collected)."""
         self._release()
+        if self._batch is not None:
+            self._batch.cancel()
+            self._batch = None
         self._cache.clear()
         self._cached_bytes = 0
         self.repo.close()
@@ -368,6 +430,78 @@ class GitTree(Tree):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Batch:
+    """One ``git cat-file --batch`` run by GitPython over a known list of blobs, read as the tree needs
+    them: the requests come from a temporary file (nothing to feed, so no pipe can deadlock) and the
+    answers are read off the pipe in big chunks only when a blob not yet read is asked for. git works
+    through the list on another core while the detectors parse the blobs that already arrived."""
+
+    CHUNK = 1 << 20
+
+    def __init__(self, repo: Any, shas: list[str]):
+        import tempfile
+
+        self.pending = set(shas)
+        self._buffer = b""
+        self._at = 0
+        with tempfile.TemporaryFile() as request:
+            request.write("".join(f"{sha}\n" for sha in shas).encode("ascii"))
+            request.seek(0)
+            self._process = repo.git.cat_file("--batch", as_process=True, istream=request)
+        self._fd = self._process.stdout.fileno()
+
+    def until(self, sha: str, store: Any) -> bool:
+        """Read answers (handing each blob to ``store``) until ``sha`` has come; True once all came."""
+        while sha in self.pending:
+            chunk = os.read(self._fd, self.CHUNK)
+            if not chunk:  # git ended early (a broken repository): the rest is read one by one
+                self.cancel()
+                return True
+            self._buffer = self._buffer[self._at:] + chunk if self._at < len(self._buffer) else chunk
+            self._at = 0
+            self._parse(store)
+        if not self.pending:
+            self.cancel()
+            return True
+        return False
+
+    def finish(self, store: Any) -> None:
+        for sha in list(self.pending):
+            if self.until(sha, store):
+                return
+
+    def _parse(self, store: Any) -> None:
+        buffer, at, pending = self._buffer, self._at, self.pending
+        while True:
+            end = buffer.find(b"\n", at)
+            if end < 0:
+                break
+            header = buffer[at:end].split()
+            sha = header[0].decode("ascii", "replace") if header else ""
+            if len(header) != 3:  # "<sha> missing": nothing follows
+                pending.discard(sha)
+                at = end + 1
+                continue
+            size = int(header[2])
+            if end + 1 + size + 1 > len(buffer):
+                break  # the rest of this blob is still on its way
+            pending.discard(sha)
+            if header[1] == b"blob":
+                store(sha, buffer[end + 1:end + 1 + size])
+            at = end + 1 + size + 1  # the content and its newline
+        self._at = at
+
+    def cancel(self) -> None:
+        self.pending = set()
+        process, self._process = self._process, None
+        if process is not None:
+            if process.proc.poll() is None:
+                process.proc.kill()
+            process.proc.stdout.close()
+            process.proc.stderr.close()
+            process.proc.wait()
 
 
 class _BlobStream(io.RawIOBase):
