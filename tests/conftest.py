@@ -20,3 +20,13 @@ def _no_third_party_plugins(monkeypatch):
     plugins._cached = None
     yield
     plugins._cached = None
+
+
+@pytest.fixture(autouse=True)
+def _library_process(monkeypatch):
+    """The test process is a library caller: an in-process ``cli.main()`` lets detection fork only for
+    the rest of its own test."""
+    from envtag import parallel
+
+    monkeypatch.setattr(parallel, "_allowed", False)
+    monkeypatch.delenv("ENVTAG_JOBS", raising=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -71,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # A run builds many small objects and frees few: collect less often (as mypy does); ~6% of detection.
+    gc.set_threshold(100_000, 50, 50)
+    from . import parallel
+
+    parallel.allow()  # this process is ours: big repos are judged on every core
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

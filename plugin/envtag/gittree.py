@@ -87,6 +87,7 @@ class _Listing:
 
 
 _pending: dict[tuple[str, str], _Listing] = {}
+_inherited: list[object] = []  # a forked child's references to its parent's git processes, kept alive
 
 
 def start_listing(folder: str | os.PathLike, rev: str) -> None:
@@ -111,6 +112,7 @@ class GitTree(Tree):
     """The files of ``folder`` (a git work tree, a folder inside one, or a bare repo) at revision ``rev``."""
 
     full_reads = True
+    fork_safe = True  # after_fork gives a child its own git processes
 
     def __init__(self, folder: str | os.PathLike, rev: str, skip: Iterable[str] = ()):
         folder = os.fspath(folder)
@@ -134,6 +136,7 @@ class GitTree(Tree):
             self._links: dict[str, str] = {}  # a listed symlink -> the file it ends at
             self._paths: list[str] = []  # every listed path, in listing order
             self._names: list[str] | None = None  # their base names, built on the first named()
+            self._name_set: set[str] = set()
             self._stream: _BlobStream | None = None
             self._cache: dict[str, bytes] = {}  # blob sha -> content, filled by prefetch()
             self._folder_rules: dict[str, bool] = {}
@@ -177,8 +180,9 @@ class GitTree(Tree):
         odd = bool(self.skip) or "\n" in text or "\r" in text
         dotted = odd or "/." in text or "\t." in text or text.startswith(".")
         hidden: set[str] = set()
-        if dotted:
-            hidden = {p for p in (paths if odd else _dotted(paths)) if not self._shown(p)}
+        maybe_hidden = (paths if odd else _dotted(paths)) if dotted else []
+        if maybe_hidden:
+            hidden = {p for p in maybe_hidden if not self._shown(p)}
         links: list[str] = []
         if "120000 " in text or "160000 " in text:  # a symlink or a submodule somewhere (or such a name)
             for path, meta in zip(paths, metas, strict=True):
@@ -196,8 +200,11 @@ class GitTree(Tree):
             level = set(map(itemgetter(0), map(str.rpartition, level, repeat("/")))).difference(folders)
             folders |= level
         folders.discard("")
-        if dotted:
-            folders.difference_update([f for f in (folders if odd else _dotted(folders)) if not self._visible(f)])
+        if odd:
+            folders.difference_update([f for f in folders if not self._visible(f)])
+        elif maybe_hidden:  # only a folder on the way to a dotted path can be a dot-directory
+            on_the_way = {path[:at] for path in maybe_hidden for at, char in enumerate(path) if char == "/"}
+            folders.difference_update([f for f in on_the_way if not self._visible(f)])
         self._dirs = folders
         self._dirs.add(".")
         if links:
@@ -213,8 +220,13 @@ class GitTree(Tree):
         if found is None:
             if self._names is None:
                 self._names = list(map(itemgetter(2), map(str.rpartition, self._paths, repeat("/"))))
-            files = self._files
-            found = memo[name] = sorted(p for p in compress(self._paths, map(name.__eq__, self._names)) if p in files)
+                self._name_set = set(self._names)
+            if name not in self._name_set:
+                found = memo[name] = []
+            else:
+                files = self._files
+                found = memo[name] = sorted(p for p in compress(self._paths, map(name.__eq__, self._names))
+                                            if p in files)
         return found
 
     def _has_folder(self) -> bool:
@@ -414,6 +426,16 @@ class GitTree(Tree):
         stream = _BlobStream(self._raw_stream(entry.sha), entry.size, self)
         self._stream = stream
         return stream  # type: ignore[return-value]
+
+    def after_fork(self) -> None:
+        """In a forked child: leave the parent's git processes alone (their pipes are shared: reading
+        them here would steal the parent's answers, and dropping GitPython's handles would kill them)
+        and read through processes of its own, started on first use."""
+        git = _import_git()
+        _inherited.append((self.repo, self._batch, self._stream))
+        self.repo = git.Repo(self.repo.working_tree_dir or self.repo.git_dir)
+        self._batch = None
+        self._stream = None
 
     def close(self) -> None:
         """Stop the git processes this tree started (they also stop when it is garbage collected)."""

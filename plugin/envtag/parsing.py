@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from typing import Any
 
-import yaml
-
 from .model import Problem
 from .tree import FileTooLarge, Tree
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10
-    import tomli as tomllib
 
 try:  # a compiled parser, 15x faster than tomllib on task.toml files; tomllib decides on errors
     from rtoml import loads as _fast_toml_loads
@@ -54,6 +48,10 @@ def load_toml(tree: Tree, path: str, layout: str | None = None) -> dict[str, Any
             return _fast_toml_loads(text)
         except Exception:  # rtoml refused: let tomllib give the canonical verdict and line
             pass
+    if sys.version_info >= (3, 11):  # the reference parser, imported when rtoml is missing or refused
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10
+        import tomli as tomllib
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -63,34 +61,40 @@ def load_toml(tree: Tree, path: str, layout: str | None = None) -> dict[str, Any
         raise ParseFailure(Problem(path, f"invalid TOML: {message}", line=line, layout=layout)) from None
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate mapping keys instead of silently keeping the last."""
+@functools.cache
+def _unique_key_loader() -> type:
+    """A SafeLoader that refuses duplicate mapping keys instead of silently keeping the last. Built on
+    first use: PyYAML costs 20 ms to import, and a Harbor or git-revision run may parse no YAML at all."""
+    import yaml
 
+    class UniqueKeyLoader(yaml.SafeLoader):
+        pass
 
-def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False):
-    seen: set = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        try:
-            duplicate = key in seen
-        except TypeError:  # an unhashable key: let PyYAML raise its own error
-            duplicate = False
-        if duplicate:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
-        if not isinstance(key, (list, dict)):
-            seen.add(key)
-    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+    def construct_mapping(loader: UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False):
+        seen: set = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+            except TypeError:  # an unhashable key: let PyYAML raise its own error
+                duplicate = False
+            if duplicate:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            if not isinstance(key, (list, dict)):
+                seen.add(key)
+        return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
 
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+    UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    return UniqueKeyLoader
 
 
 def load_yaml(tree: Tree, path: str, layout: str | None = None) -> Any:
     text = read_text(tree, path, layout)
+    loader = _unique_key_loader()
+    import yaml
+
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

@@ -11,6 +11,7 @@ import io
 import os
 import stat
 from collections.abc import Iterable, Iterator
+from itertools import compress, repeat
 from typing import BinaryIO
 
 MAX_READ = 1024 * 1024  # cap on any marker file read (task.toml, openenv.yaml, pyproject.toml, sources)
@@ -51,6 +52,7 @@ class Tree:
 
     full_reads = True
     sample_limit: int | None = None
+    fork_safe = False  # True when a forked child may read this tree (see parallel.py)
 
     def __init__(self, name: str, skip: Iterable[str] = ()):
         self.name = name
@@ -94,8 +96,10 @@ class Tree:
             self._by_name = index
         return self._by_name.get(name, [])
 
-    def with_suffix(self, suffix: str) -> list[str]:
-        return sorted(p for p in self._files if p.endswith(suffix))
+    def with_suffix(self, suffix: str | tuple[str, ...]) -> list[str]:
+        """Every file whose name ends with ``suffix`` (or one of them), sorted."""
+        files = list(self._files)
+        return sorted(compress(files, map(str.endswith, files, repeat(suffix))))
 
     def under(self, folder: str) -> Iterator[str]:
         """Files below ``folder`` (any depth)."""
@@ -140,10 +144,15 @@ class Tree:
     def prefetch(self, paths: Iterable[str]) -> None:
         """A hint that these files will be read soon (remote sources fetch them in parallel)."""
 
+    def after_fork(self) -> None:
+        """Called in a forked child before it reads: let go of what the parent process owns."""
+
 
 class LocalTree(Tree):
     """A folder on disk. Skips dot-directories, never follows a symlink to a directory, and
     follows a symlink to a file only when its target stays inside the folder."""
+
+    fork_safe = True  # plain file reads
 
     def __init__(self, root: str | os.PathLike, skip: Iterable[str] = (), *, only: Iterable[str] | None = None):
         root = os.fspath(root)

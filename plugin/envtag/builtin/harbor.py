@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from ..hookspecs import hookimpl
 from ..model import Detection, Framework, Layout, Problem, Task
+from ..parallel import split_map
 from ..parsing import ParseFailure, load_toml, load_yaml
 from ..sources import hub_repo, hub_web_url
 from ..tree import Tree, join, parent
@@ -33,10 +36,10 @@ def _script_names(os_name: str) -> tuple[str, ...]:
     return ("test.bat",) if os_name == "windows" else ("test.sh",)
 
 
-def _tests_bundled(tree: Tree, d: str, config: dict[str, Any], step: dict[str, Any] | None = None) -> bool:
+def _tests_bundled(tree: Tree, d: str, config: dict[str, Any], verifier: dict[str, Any],
+                   step: dict[str, Any] | None = None) -> bool:
     """Harbor skips the test-script check when the verifier runs in a separate environment that brings
     its own tests: an image, or tests/Dockerfile or tests/docker-compose.yaml (verifier_mode.py)."""
-    verifier = config.get("verifier") if isinstance(config.get("verifier"), dict) else {}
     separate = verifier.get("environment_mode") == "separate" or isinstance(verifier.get("environment"), dict)
     if not separate:
         return False
@@ -78,11 +81,17 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def _table(config: dict[str, Any], name: str) -> dict[str, Any]:
+    table = config.get(name)
+    return table if isinstance(table, dict) else {}
+
+
 def check_task(tree: Tree, d: str, config: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
-    """What a task directory lacks (empty when valid) and the facts readers need."""
+    """What a task directory lacks (empty when valid) and the facts readers need. Runs once per task of
+    a 100,000-task repo: set lookups on the listing, no per-task helper calls in the common case."""
     missing: list[str] = _type_errors(config)
     if "task" in config:
-        task = config["task"] if isinstance(config["task"], dict) else {}
+        task = _table(config, "task")
         name = task.get("name")
         if name is None:
             missing.append("[task].name (required when [task] is present)")
@@ -90,15 +99,16 @@ def check_task(tree: Tree, d: str, config: dict[str, Any]) -> tuple[list[str], d
             missing.append(f"[task].name {name!r} is not of the form org/name")
         if "version" in task and not (isinstance(task["version"], str) and task["version"].strip()):
             missing.append("[task].version must be a non-empty string")
-    files = tree.files()  # the hot path of a 100,000-task walk: set lookups, no method calls
+    files = tree.files()
     prefix = "" if d == "." else d + "/"
-    env = config.get("environment") if isinstance(config.get("environment"), dict) else {}
+    env = _table(config, "environment")
+    verifier = _table(config, "verifier")
     docker_image = env.get("docker_image")
     has_image = isinstance(docker_image, str) and bool(docker_image.strip())
     if not has_image and not tree.is_dir(prefix + "environment"):
         missing.append("environment/ (or [environment].docker_image)")
-    scripts = _script_names(str(env.get("os", "linux")).lower())
-    bundled = _tests_bundled(tree, d, config)
+    scripts = ("test.sh",) if "os" not in env else _script_names(str(env["os"]).lower())
+    bundled = _tests_bundled(tree, d, config, verifier) if verifier else False
     shared_script = any(f"{prefix}tests/{s}" in files for s in scripts)
     steps = config.get("steps")
     multi_step = isinstance(steps, list) and len(steps) > 0
@@ -113,7 +123,7 @@ def check_task(tree: Tree, d: str, config: dict[str, Any]) -> tuple[list[str], d
                 missing.append(f"[[steps]] name {step_name!r} is not a unique portable name")
                 continue
             seen.add(step_name.lower())
-            bundled = _tests_bundled(tree, d, config, step)
+            bundled = _tests_bundled(tree, d, config, verifier, step)
             step_dir = join(d, f"steps/{step_name}")
             if not tree.is_file(join(step_dir, "instruction.md")):
                 missing.append(f"steps/{step_name}/instruction.md")
@@ -125,11 +135,11 @@ def check_task(tree: Tree, d: str, config: dict[str, Any]) -> tuple[list[str], d
             missing.append("instruction.md")
         if not (shared_script or bundled):
             missing.append(f"tests/{scripts[0]}")
-    verifier = config.get("verifier") if isinstance(config.get("verifier"), dict) else {}
+    compose = prefix + "environment/docker-compose.yaml" in files or prefix + "environment/docker-compose.yml" in files
     facts = {
         "docker_image": has_image,
         "multi_step": multi_step,
-        "compose_main": _compose_main(tree, prefix),
+        "compose_main": compose and _compose_main(tree, prefix),
         "dockerfile": prefix + "environment/Dockerfile" in files,
         "verifier_user": bool(verifier.get("user")),
         "registry": False,
@@ -188,32 +198,45 @@ def detect(tree: Tree) -> Detection:
         to_read = set(unclear[:budget]) | set(clear[::step][: max(0, budget - len(unclear))])
     else:
         to_read = set(task_dirs)
+    verdicts = split_map(functools.partial(_judge_tasks, tree, to_read), task_dirs, tree)
+    for verdict in verdicts:
+        if isinstance(verdict, Task):
+            found.tasks.append(verdict)
+        else:
+            found.problems.append(verdict)
+    _inherit_sampled_facts(found.tasks)
+    _legacy_terminal_bench(tree, found)
+    _evidence(tree, found)
+    return found
+
+
+def _judge_tasks(tree: Tree, to_read: set[str], task_dirs: Sequence[str]) -> list[Task | Problem]:
+    """A Task or the Problem that keeps it from being one, for each of these task directories, in order
+    (run by parallel.split_map, possibly in a forked child for a part of a big repo)."""
     tree.prefetch(join(d, "task.toml") for d in task_dirs if d in to_read)
+    files = tree.files()
+    verdicts: list[Task | Problem] = []
     for d in task_dirs:
-        toml_path = join(d, "task.toml")
-        if tree.is_file(join(d, "openenv.yaml")):
-            found.problems.append(Problem(d, "holds both task.toml and openenv.yaml: ambiguous, not tagged",
-                                          layout=LAYOUT))
+        prefix = "" if d == "." else d + "/"
+        toml_path = prefix + "task.toml"
+        if prefix + "openenv.yaml" in files:
+            verdicts.append(Problem(d, "holds both task.toml and openenv.yaml: ambiguous, not tagged", layout=LAYOUT))
             continue
         if d in to_read:
             try:
                 config = load_toml(tree, toml_path, LAYOUT)
             except ParseFailure as exc:
-                found.problems.append(exc.problem)
+                verdicts.append(exc.problem)
                 continue
             missing, facts = check_task(tree, d, config)
         else:
             missing, facts = _structure_only(tree, d)
         if missing:
-            found.problems.append(Problem(
-                toml_path, "Harbor task.toml without " + ", ".join(missing) + "; not a valid task",
-                layout=LAYOUT, framework="harbor"))
+            verdicts.append(Problem(toml_path, "Harbor task.toml without " + ", ".join(missing) + "; not a valid task",
+                                    layout=LAYOUT, framework="harbor"))
             continue
-        found.tasks.append(Task(path=d, root=task_root(d), facts=facts))
-    _inherit_sampled_facts(found.tasks)
-    _legacy_terminal_bench(tree, found)
-    _evidence(tree, found)
-    return found
+        verdicts.append(Task(path=d, root=task_root(d), facts=facts))
+    return verdicts
 
 
 def _inherit_sampled_facts(tasks: list[Task]) -> None:

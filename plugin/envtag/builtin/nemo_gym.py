@@ -258,7 +258,7 @@ def detect(tree: Tree) -> Detection:
 
 
 def _config_evidence(tree: Tree, found: Detection) -> None:
-    configs = [p for p in tree.files() if p.endswith((".yaml", ".yml")) and "config" in p.lower()]
+    configs = [p for p in tree.with_suffix((".yaml", ".yml")) if "config" in p.lower()]
     for path in sorted(configs)[:CONFIG_SCAN_LIMIT]:
         try:
             data = load_yaml(tree, path)

@@ -1,0 +1,120 @@
+"""Per-task work spread over the machine's cores, for detectors that judge thousands of tasks.
+
+A detector hands ``split_map`` its per-task function and the list of tasks. On Linux, with more than one
+core, no other thread running, a tree that allows it (local folders and git revisions; not the Hub
+source, which runs HTTP threads) and enough tasks, the list is cut into contiguous parts: forked children
+compute all parts but the first and send their results back pickled through a pipe, while this process
+computes the first. Results come back in the order of the list. A child that fails or dies is not
+trusted: its part is computed again here, so a result never depends on whether it ran in parallel.
+Only the ``envtag`` command forks by default (it owns its process); a program that calls ``detect``
+as a library stays in one process unless it sets ``ENVTAG_JOBS``. ``ENVTAG_JOBS=1`` turns forking off;
+``ENVTAG_JOBS=N`` sets the number of processes.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from .tree import Tree
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+MIN_PER_PROCESS = 1000  # below this, forking and pickling cost more than they save
+MAX_JOBS = 4
+_allowed = False
+
+
+def allow() -> None:
+    """The CLI owns its process: let detection fork workers (see the module doc)."""
+    global _allowed
+    _allowed = True
+
+
+def jobs(count: int, tree: Tree) -> int:
+    """How many processes to judge ``count`` tasks of ``tree`` with (1: here, serially)."""
+    wanted = os.environ.get("ENVTAG_JOBS", "").strip()
+    if wanted.isdigit() and int(wanted) >= 1:
+        limit = int(wanted)
+    elif _allowed and hasattr(os, "sched_getaffinity"):
+        limit = min(MAX_JOBS, len(os.sched_getaffinity(0)))
+    else:
+        limit = 1
+    if limit <= 1 or sys.platform != "linux" or not getattr(tree, "fork_safe", False):
+        return 1
+    if other_threads():
+        return 1  # forking a process that runs other threads can deadlock the child
+    return max(1, min(limit, count // MIN_PER_PROCESS))
+
+
+def other_threads() -> bool:
+    """Whether a thread besides this one runs (threading not even imported: none does)."""
+    threading = sys.modules.get("threading")
+    return threading is not None and threading.active_count() > 1
+
+
+def split_map(fn: Callable[[Sequence[Item]], list[Result]], items: Sequence[Item], tree: Tree) -> list[Result]:
+    """``fn(items)``, computed in parts by forked processes when that is worth it (see the module doc).
+    ``fn`` must read the tree only through its methods and must not print."""
+    count = jobs(len(items), tree)
+    if count <= 1:
+        return fn(items)
+    size = -(-len(items) // count)
+    parts = [items[start:start + size] for start in range(0, len(items), size)]
+    children: list[tuple[int, int, Sequence[Item]]] = []
+    for part in parts[1:]:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into the caller's code
+            _child(fn, part, tree, read_end, write_end, [fd for _, fd, _ in children])
+        os.close(write_end)
+        children.append((pid, read_end, part))
+    results = fn(parts[0])
+    for pid, read_end, part in children:
+        with os.fdopen(read_end, "rb") as pipe:
+            data = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        outcome = _unpickle(data) if os.waitstatus_to_exitcode(status) == 0 else None
+        if outcome is None:  # the child failed or died: do its part here
+            results.extend(fn(part))
+            continue
+        part_results, reads, bytes_read = outcome
+        results.extend(part_results)
+        tree.reads += reads
+        tree.bytes_read += bytes_read
+    return results
+
+
+def _child(fn: Callable[[Sequence[Any]], list[Any]], part: Sequence[Any], tree: Tree, read_end: int,
+           write_end: int, siblings: list[int]) -> None:
+    status = 1
+    try:
+        os.close(read_end)
+        for fd in siblings:
+            os.close(fd)
+        tree.after_fork()
+        reads, bytes_read = tree.reads, tree.bytes_read
+        payload = pickle.dumps((fn(part), tree.reads - reads, tree.bytes_read - bytes_read),
+                               protocol=pickle.HIGHEST_PROTOCOL)
+        with os.fdopen(write_end, "wb") as pipe:
+            pipe.write(payload)
+        status = 0
+    except BaseException:  # noqa: BLE001 - the parent sees no payload and computes this part itself
+        pass
+    finally:
+        os._exit(status)  # no cleanup of the parent's objects, no flush of its buffers
+
+
+def _unpickle(data: bytes) -> tuple[list[Any], int, int] | None:
+    if not data:
+        return None
+    try:
+        outcome = pickle.loads(data)  # noqa: S301 - written by our own forked child
+    except Exception:  # noqa: BLE001 - a truncated payload: the child died while writing
+        return None
+    return outcome if isinstance(outcome, tuple) and len(outcome) == 3 else None

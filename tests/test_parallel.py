@@ -1,0 +1,178 @@
+"""Forked per-task judging (envtag.parallel): same report as one process, failures redone, safe defaults."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from envtag import parallel
+from envtag.engine import detect
+from envtag.gittree import GitTree
+from envtag.tree import LocalTree
+from fixture_repos import COMPOSE_MAIN, build, harbor_task, harbor_tasks, registry
+from test_gittree import commit, git, init
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="envtag forks workers on Linux only")
+real_other_threads = parallel.other_threads
+
+
+def mixed_taskset() -> dict:
+    """90 tasks in three roots, valid and broken in every way the Harbor detector tells apart."""
+    files = registry(harbor_tasks("tasks", [f"t{i:02d}" for i in range(40)], name=None))
+    files.update(harbor_tasks("images", [f"i{i:02d}" for i in range(20)], docker_image="python:3.12",
+                              env_dir=False))
+    for i in range(10):
+        files.update(harbor_task(f"more/no-tests-{i}", test=None))
+        files.update(harbor_task(f"more/compose-{i}", compose=COMPOSE_MAIN))
+        files.update(harbor_task(f"more/bad-name-{i}", name="no slash"))
+    files["more/broken/task.toml"] = "version = \n"
+    files["more/broken/instruction.md"] = "x\n"
+    return files
+
+
+@pytest.fixture
+def forks(monkeypatch) -> list[int]:
+    """Small parts, so that a 90-task fixture is judged by several processes; counts the forks."""
+    monkeypatch.setattr(parallel, "MIN_PER_PROCESS", 10)
+    monkeypatch.setattr(parallel, "_allowed", True)
+    monkeypatch.delenv("ENVTAG_JOBS", raising=False)
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: set(range(4)), raising=False)
+    # other tests leave server threads behind in this process; the children here only run envtag code
+    monkeypatch.setattr(parallel, "other_threads", lambda: False)
+    counted: list[int] = []
+    real_fork = os.fork
+
+    def fork() -> int:
+        pid = real_fork()
+        if pid:
+            counted.append(pid)
+        return pid
+
+    monkeypatch.setattr(parallel.os, "fork", fork)
+    return counted
+
+
+def report_of(tree, monkeypatch, jobs: str) -> tuple[dict, int]:
+    monkeypatch.setenv("ENVTAG_JOBS", jobs)
+    data = detect(tree).to_json()
+    data.pop("source")
+    return data, tree.reads
+
+
+def test_local_tree_report_is_the_same_in_parallel(tmp_path, monkeypatch, forks):
+    root = build(tmp_path / "repo", mixed_taskset())
+    serial = report_of(LocalTree(root), monkeypatch, "1")
+    assert forks == []
+    parallel_report = report_of(LocalTree(root), monkeypatch, "4")
+    assert len(forks) == 3  # four parts: three children and this process
+    assert parallel_report == serial
+    harbor = {f["tag"]: f for f in serial[0]["frameworks"]}["harbor"]
+    assert harbor["tasks"] == 60 + 10  # 40 + 20 + the compose tasks
+    assert any("line 1" in p["message"] or p.get("line") == 1 for p in serial[0]["problems"])
+
+
+def test_git_tree_report_is_the_same_in_parallel(tmp_path, monkeypatch, forks):
+    repo = init(tmp_path / "repo", mixed_taskset())
+    commit(repo)
+    git(repo, "tag", "v1")
+    build(repo, {"tasks/t00/task.toml": "changed after the tag = \n"})  # the work tree must not matter
+    serial = report_of(GitTree(repo, "v1"), monkeypatch, "1")
+    tree = GitTree(repo, "v1")
+    assert tree.read("registry.json")  # the parent's own batch reader is running before the fork
+    before = tree.reads
+    parallel_report, reads = report_of(tree, monkeypatch, "3")
+    assert len(forks) == 2
+    assert (parallel_report, reads - before) == (serial[0], serial[1])
+    # the children read through git processes of their own: the parent's still answer correctly
+    assert tree.read("tasks/t01/instruction.md") == LocalTree(repo).read("tasks/t01/instruction.md")
+    assert b"[verifier]" in tree.read("tasks/t02/task.toml")
+    tree.close()
+
+
+def test_a_failing_child_has_its_part_redone_here(tmp_path, monkeypatch, forks):
+    parent = os.getpid()
+    tree = LocalTree(build(tmp_path / "repo", mixed_taskset()))
+
+    def judge(items):
+        if os.getpid() != parent and items[0] % 2:
+            raise RuntimeError("a child fails")
+        return [item * 10 for item in items]
+
+    items = list(range(40))
+    assert parallel.split_map(judge, items, tree) == [item * 10 for item in items]
+    assert len(forks) == 3
+
+
+def test_a_child_that_dies_has_its_part_redone_here(tmp_path, monkeypatch, forks):
+    parent = os.getpid()
+    tree = LocalTree(build(tmp_path / "repo", mixed_taskset()))
+
+    def judge(items):
+        if os.getpid() != parent:
+            os._exit(3)  # killed without a word (as by the OOM killer)
+        return [str(item) for item in items]
+
+    assert parallel.split_map(judge, list(range(50)), tree) == [str(i) for i in range(50)]
+    assert len(forks) == 3
+
+
+def test_no_fork_when_it_is_not_safe_or_not_worth_it(tmp_path, monkeypatch, forks):
+    tree = LocalTree(build(tmp_path / "repo", mixed_taskset()))
+    assert parallel.jobs(1000, tree) == 4
+    assert parallel.jobs(25, tree) == 2  # at least MIN_PER_PROCESS tasks per process
+
+    class RemoteLike(LocalTree):
+        fork_safe = False  # e.g. the Hub source, which runs HTTP threads
+
+    assert parallel.jobs(1000, RemoteLike(tmp_path / "repo")) == 1
+    monkeypatch.setenv("ENVTAG_JOBS", "1")
+    assert parallel.jobs(1000, tree) == 1
+    monkeypatch.setenv("ENVTAG_JOBS", "2")
+    assert parallel.jobs(1000, tree) == 2
+    monkeypatch.delenv("ENVTAG_JOBS")
+    monkeypatch.setattr(parallel, "other_threads", real_other_threads)  # a running thread means no fork
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait)
+    worker.start()
+    try:
+        assert parallel.other_threads()
+        assert parallel.jobs(10**6, tree) == 1  # forking a threaded process can deadlock the child
+    finally:
+        stop.set()
+        worker.join()
+    monkeypatch.setattr(parallel, "other_threads", lambda: False)
+    assert parallel.jobs(10**6, tree) == parallel.MAX_JOBS
+    monkeypatch.setattr(parallel, "_allowed", False)
+    assert parallel.jobs(1000, tree) == 1  # a library caller's process is not ours to fork
+    assert parallel.split_map(lambda items: list(items), [1, 2, 3], tree) == [1, 2, 3]
+    assert forks == []
+
+
+def test_the_cli_judges_a_big_repo_in_parallel(tmp_path):
+    """The real command, in a fresh process, with and without workers: the same JSON."""
+    import subprocess
+
+    root = build(tmp_path / "repo", harbor_tasks("tasks", [f"t{i:04d}" for i in range(2100)]))
+    build(root, {"tasks/t0007/task.toml": "[task]\nname = 'bad name'\n"})
+
+    def run(jobs: str) -> str:
+        env = {**os.environ, "ENVTAG_JOBS": jobs, "ENVTAG_PLUGINS": ""}
+        return subprocess.run([sys.executable, "-m", "envtag", "detect", str(root), "--json"], env=env,
+                              capture_output=True, text=True, check=True).stdout
+
+    serial, forked = run("1"), run("2")
+    assert forked == serial
+    assert '"tasks": 2099' in serial and "t0007/task.toml" in serial
+
+
+def test_fixture_parts_cover_every_item(tmp_path: Path, monkeypatch, forks):
+    """Uneven splits: every item judged once, in order, whatever the number of processes."""
+    tree = LocalTree(build(tmp_path / "repo", {"a.txt": "x"}))
+    for count in (2, 3, 4):
+        monkeypatch.setenv("ENVTAG_JOBS", str(count))
+        items = list(range(37))
+        assert parallel.split_map(lambda part: [i + 1 for i in part], items, tree) == [i + 1 for i in items]
