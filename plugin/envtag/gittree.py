@@ -142,6 +142,7 @@ class GitTree(Tree):
             self._folder_rules: dict[str, bool] = {}
             self._cached_bytes = 0
             self._batch: _Batch | None = None  # the prefetch under way
+            self._prefetched: dict[str, _Entry] = {}  # path -> its parsed listing line, for prefetched files
             self._list(listing)
         except BaseException:
             listing.cancel()
@@ -374,6 +375,7 @@ class GitTree(Tree):
                 break
             budget -= entry.size
             wanted[entry.sha] = entry.size
+            self._prefetched[path] = entry
         if len(wanted) >= 2:
             self._fetch_many(wanted)
 
@@ -406,7 +408,7 @@ class GitTree(Tree):
         return data
 
     def read(self, path: str, cap: int = MAX_READ) -> bytes:
-        entry = self._entry(path)  # the listing's line parsed once for the size check and the read
+        entry = self._prefetched.get(path) or self._entry(path)  # the listing's line, parsed once
         if entry.size > cap:
             raise FileTooLarge(path, entry.size, cap)
         data = self._blob_bytes(entry.sha, entry.size)
@@ -444,6 +446,7 @@ class GitTree(Tree):
             self._batch.cancel()
             self._batch = None
         self._cache.clear()
+        self._prefetched.clear()
         self._cached_bytes = 0
         self.repo.close()
 

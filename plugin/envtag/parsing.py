@@ -35,7 +35,8 @@ def read_text(tree: Tree, path: str, layout: str | None = None) -> str:
     except OSError as exc:
         raise ParseFailure(Problem(path, f"cannot read: {exc.strerror or exc}", layout=layout)) from None
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8")  # the C codec; "utf-8-sig" goes through a Python-level decoder
+        return text[1:] if text.startswith("\ufeff") else text
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise ParseFailure(Problem(path, f"not UTF-8 (byte {exc.start})", line=line, layout=layout)) from None

@@ -62,7 +62,7 @@ def _type_errors(config: dict[str, Any]) -> list[str]:
             continue
         for key, value in section.items():  # a handful of keys: cheaper than set intersections
             kind = kinds.get(key)
-            if kind is None or value is None:
+            if kind is None or value is None or type(value) is kind:
                 continue
             if kind is int:
                 ok = type(value) is int or isinstance(value, str) and value.strip().lstrip("-").isdigit()
@@ -81,17 +81,12 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _table(config: dict[str, Any], name: str) -> dict[str, Any]:
-    table = config.get(name)
-    return table if isinstance(table, dict) else {}
-
-
 def check_task(tree: Tree, d: str, config: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
     """What a task directory lacks (empty when valid) and the facts readers need. Runs once per task of
     a 100,000-task repo: set lookups on the listing, no per-task helper calls in the common case."""
     missing: list[str] = _type_errors(config)
     if "task" in config:
-        task = _table(config, "task")
+        task = config["task"] if isinstance(config["task"], dict) else {}
         name = task.get("name")
         if name is None:
             missing.append("[task].name (required when [task] is present)")
@@ -101,8 +96,10 @@ def check_task(tree: Tree, d: str, config: dict[str, Any]) -> tuple[list[str], d
             missing.append("[task].version must be a non-empty string")
     files = tree.files()
     prefix = "" if d == "." else d + "/"
-    env = _table(config, "environment")
-    verifier = _table(config, "verifier")
+    env = config.get("environment")
+    env = env if isinstance(env, dict) else {}
+    verifier = config.get("verifier")
+    verifier = verifier if isinstance(verifier, dict) else {}
     docker_image = env.get("docker_image")
     has_image = isinstance(docker_image, str) and bool(docker_image.strip())
     if not has_image and not tree.is_dir(prefix + "environment"):
