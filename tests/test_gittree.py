@@ -170,6 +170,58 @@ def test_subfolder_of_a_repository(tmp_path):
         GitTree(repo / "later", "v1")
 
 
+def test_a_folder_that_is_a_file_at_the_revision(tmp_path):
+    repo = init(tmp_path / "repo", {"thing": "a file at first\n"})
+    commit(repo)
+    (repo / "thing").unlink()
+    build(repo, harbor_tasks("thing", ["a"]))
+    commit(repo)
+    with pytest.raises(TreeError, match="has no folder 'thing'"):
+        GitTree(repo / "thing", "HEAD~1")
+    assert GitTree(repo / "thing", "HEAD").files() == LocalTree(repo / "thing").files()
+
+
+def test_linked_worktree_with_git_dir_set(tmp_path, monkeypatch):
+    """In a linked worktree's hooks git sets GIT_DIR: a folder's listing must still be that folder's."""
+    repo = init(tmp_path / "repo", {**harbor_tasks("sub/tasks", ["a"]), "other/x.txt": "x\n"})
+    commit(repo)
+    worktree = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", str(worktree))
+    gitdir = (worktree / ".git").read_text(encoding="utf-8").split(":", 1)[1].strip()
+    monkeypatch.chdir(worktree)
+    monkeypatch.setenv("GIT_DIR", gitdir)
+    tree = GitTree("sub", "HEAD")
+    assert tree.files() == LocalTree(worktree / "sub").files()
+    assert detect(tree).framework("harbor").roots == ["tasks"]
+    with pytest.raises(TreeError, match="has no folder"):
+        (worktree / "later").mkdir()
+        GitTree("later", "HEAD")
+
+
+def test_unusable_names_are_reported_as_locally(tmp_path):
+    repo = init(tmp_path / "repo", {**harbor_tasks("tasks", ["a"]), ".odd\nname/x.txt": "x\n",
+                                    "plain\rdir/y.txt": "y\n", "tasks/bad\nfile.md": "z\n"})
+    commit(repo)
+    local, at_head = LocalTree(repo), GitTree(repo, "HEAD")
+    assert sorted(at_head.unreadable) == sorted(local.unreadable) == [".odd\nname", "plain\rdir",
+                                                                       "tasks/bad\nfile.md"]
+    assert at_head.files() == local.files() and at_head._dirs == local._dirs
+
+
+def test_oversized_symlink_text_is_not_followed(tmp_path):
+    """A link blob longer than PATH_MAX names nothing a checkout could hold: left out, never read."""
+    repo = init(tmp_path / "repo", {**harbor_tasks("tasks", ["a"])})
+    git(repo, "add", "-A")
+    target = "./" * 2100 + "instruction.md"  # 4,214 bytes: would name tasks/a/instruction.md
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input=target, text=True,
+                          capture_output=True, check=True).stdout.strip()
+    git(repo, "update-index", "--add", "--cacheinfo", f"120000,{blob},tasks/a/long-link")
+    git(repo, "commit", "-q", "-m", "a long link")
+    tree = GitTree(repo, "HEAD")
+    assert "tasks/a/long-link" not in tree.files()  # symlink() refuses it (ENAMETOOLONG) in a checkout
+    assert detect(tree).framework("harbor").tasks == 1
+
+
 def test_bare_repository(tmp_path, history):
     repo, _ = history
     bare = tmp_path / "bare.git"
@@ -234,7 +286,9 @@ def test_dot_directories_and_submodules_are_skipped(tmp_path):
     tree = GitTree(repo, "HEAD")
     assert not any(part.startswith(".") for p in tree.files() for part in p.split("/")[:-1])
     assert ".gitattributes" in tree.files() and "tasks/.keep" in tree.files()  # dot-files are files
-    assert not tree.exists("tasks/vendored")
+    # a submodule is an empty folder, as an uninitialised one is in a checkout: a folder, no files
+    assert tree.is_dir("tasks/vendored") and not any(p.startswith("tasks/vendored/") for p in tree.files())
+    assert not tree.is_file("tasks/vendored")
     assert not tree.is_dir(".hidden") and not tree.is_dir("node/.cache") and tree.is_dir("node")
     report = detect(tree)
     assert report.framework("harbor").roots == ["tasks"] and report.framework("harbor").tasks == 1

@@ -176,3 +176,31 @@ def test_fixture_parts_cover_every_item(tmp_path: Path, monkeypatch, forks):
         monkeypatch.setenv("ENVTAG_JOBS", str(count))
         items = list(range(37))
         assert parallel.split_map(lambda part: [i + 1 for i in part], items, tree) == [i + 1 for i in items]
+
+
+def test_children_are_reaped_when_this_process_fails(tmp_path, monkeypatch, forks):
+    parent = os.getpid()
+    tree = LocalTree(build(tmp_path / "repo", {"a.txt": "x"}))
+
+    def judge(items):
+        if os.getpid() == parent:
+            raise KeyError("the main process fails")
+        return list(items)
+
+    with pytest.raises(KeyError):
+        parallel.split_map(judge, list(range(40)), tree)
+    assert len(forks) == 3
+    for pid in forks:  # killed and waited for: no process left behind, no zombie
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def test_no_fork_possible_means_the_work_is_done_here(tmp_path, monkeypatch, forks):
+    tree = LocalTree(build(tmp_path / "repo", {"a.txt": "x"}))
+
+    def no_fork():
+        raise BlockingIOError("Resource temporarily unavailable")
+
+    monkeypatch.setattr(parallel.os, "fork", no_fork)
+    assert parallel.split_map(lambda part: [i * 2 for i in part], list(range(40)), tree) == [
+        i * 2 for i in range(40)]

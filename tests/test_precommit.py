@@ -238,6 +238,29 @@ def test_git_hook_honours_commit_all_and_a_subfolder(tmp_path):
     assert commit(repo, "-a").returncode == 0  # `commit -a` stages it in a temporary index the hook reads
 
 
+def test_git_hook_in_a_linked_worktree_with_an_odd_folder_name(tmp_path):
+    """Hooks of a linked worktree run with GIT_DIR set; a folder may start with a dash."""
+    repo = new_repo(tmp_path / "repo", {**harbor_tasks("-x/tasks", ["a"]), "-x/README.md": TAGGED,
+                                        **harbor_tasks("other/tasks", ["b"]), **nemo_data()})
+    git(repo, "commit", "-q", "--no-verify", "-m", "start")
+    shutil.copy2(REPO / "hooks" / "pre-commit", repo / ".git" / "hooks" / "pre-commit")
+    worktree = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", str(worktree))
+    build(worktree, {"-x/tasks/a/instruction.md": "Do it better.\n"})
+    git(worktree, "add", "-A")
+    assert commit(worktree, ENVTAG_HOOK_PATH="-x").returncode == 0  # -x's card is up to date
+    build(worktree, harbor_tasks("-x/envs", ["c"], docker_image=None))
+    build(worktree, {"-x/data/train.jsonl": jsonl([nemo_row()] * 2)})
+    git(worktree, "add", "-A")
+    stale = commit(worktree, ENVTAG_HOOK_PATH="-x")
+    assert stale.returncode == 1 and "-x/README.md: out of date: add verifiers, nemo-gym" in stale.stderr
+    assert "other" not in stale.stderr  # only the folder, not the rest of the repo
+
+
+def nemo_data() -> dict:
+    return {"other/data/train.jsonl": jsonl([nemo_row()] * 2)}
+
+
 def test_git_hook_without_envtag_says_so(hooked):
     env = git_env(PATH="/usr/bin:/bin", ENVTAG="")
     result = git(hooked, "commit", "-m", "x", check=False, env=env)

@@ -73,10 +73,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     # A run builds many small objects and frees few: collect less often (as mypy does); ~6% of detection.
-    gc.set_threshold(100_000, 50, 50)
+    # Both settings are put back on return, for programs that call main() in their own process.
     from . import parallel
 
-    parallel.allow()  # this process is ours: big repos are judged on every core
+    thresholds, allowed = gc.get_threshold(), parallel._allowed
+    gc.set_threshold(100_000, 50, 50)
+    parallel.allow()  # a command owns its process: big repos are judged on every core
+    try:
+        return _main(argv)
+    finally:
+        gc.set_threshold(*thresholds)
+        parallel._allowed = allowed
+        gittree = sys.modules.get("envtag.gittree")
+        if gittree is not None:
+            gittree.cancel_listings()  # a hinted git listing the command never used
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

@@ -24,6 +24,7 @@ from .tree import MAX_READ, FileTooLarge, Tree, TreeError, basename, parent
 
 MODE_LINK = "120000"  # a symlink; submodules (160000) are commits, not blobs, and are skipped
 MAX_LINK_HOPS = 40  # as the kernel's ELOOP limit
+MAX_LINK_BYTES = 4095  # PATH_MAX - 1: the longest link text a checkout can hold
 DRAIN_LIMIT = 8 * 1024 * 1024  # past this many unread bytes, restart the batch reader instead of draining
 PREFETCH_FILE_MAX = MAX_READ  # prefetch only marker-sized blobs; data files are streamed on demand
 PREFETCH_BUDGET = 128 * 1024 * 1024  # bytes a tree keeps from prefetching, at most
@@ -48,15 +49,24 @@ class _Entry:
         self.mode, self.sha, self.size = mode, sha, int(size)
 
 
-class _Listing:
-    """``git ls-tree -r -l -z REV`` run in ``folder`` (git lists the folder's part of the revision, with
-    paths relative to it). Its output goes to an unnamed temporary file, so git runs at full speed while
-    this process goes on (loading the plugins, importing GitPython) instead of stalling on a full pipe."""
+def _relative_listing_works() -> bool:
+    """``git ls-tree REV`` run in a folder lists that folder's part of REV, unless GIT_DIR or
+    GIT_WORK_TREE is set (as in a hook of a linked worktree): git then takes the current folder for the
+    top of the work tree. The listing then names the folder itself (``REV:PREFIX``), once it is known."""
+    return not (os.environ.get("GIT_DIR") or os.environ.get("GIT_WORK_TREE"))
 
-    def __init__(self, folder: str, rev: str):
+
+class _Listing:
+    """``git ls-tree -r -l -z TREEISH`` run in ``folder``: ``REV`` lists the folder's part of the revision
+    with paths relative to it, ``REV:PREFIX`` (with --full-tree) the same wherever git takes the work
+    tree to be. Its output goes to an unnamed temporary file, so git runs at full speed while this process
+    goes on (loading the plugins, importing GitPython) instead of stalling on a full pipe."""
+
+    def __init__(self, folder: str, treeish: str, full_tree: bool = False):
         import tempfile
 
-        command = [os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git", "ls-tree", "-r", "-l", "-z", rev]
+        command = [os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git", "ls-tree", "-r", "-l", "-z",
+                   *(["--full-tree"] if full_tree else []), treeish]
         self._out, self._err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
         try:
             self.process = subprocess.Popen(command, cwd=folder, stdin=subprocess.DEVNULL, stdout=self._out,
@@ -90,15 +100,30 @@ _pending: dict[tuple[str, str], _Listing] = {}
 _inherited: list[object] = []  # a forked child's references to its parent's git processes, kept alive
 
 
+def _usable_rev(rev: str | None) -> str:
+    rev = (rev or "").strip()
+    if not rev or rev.startswith("-") or any(c in rev for c in "\n\r\0"):
+        raise TreeError(f"{rev!r}: not a usable git revision")
+    return rev
+
+
 def start_listing(folder: str | os.PathLike, rev: str) -> None:
     """A hint: the caller will soon build ``GitTree(folder, rev)``, so start git listing it now, in
-    parallel with whatever the caller does first (the CLI loads the plugins). Errors wait for GitTree."""
+    parallel with whatever the caller does first (the CLI loads the plugins). Errors wait for GitTree;
+    ``cancel_listings`` stops a listing nobody came for."""
     folder = os.fspath(folder)
-    if rev and not rev.startswith("-") and os.path.isdir(folder) and (folder, rev) not in _pending:
-        try:
+    try:
+        rev = _usable_rev(rev)
+        if os.path.isdir(folder) and (folder, rev) not in _pending and _relative_listing_works():
             _pending[(folder, rev)] = _Listing(folder, rev)
-        except TreeError:
-            pass
+    except TreeError:
+        pass
+
+
+def cancel_listings() -> None:
+    """Stop the hinted listings no GitTree used (the command failed before it got there)."""
+    while _pending:
+        _pending.popitem()[1].cancel()
 
 
 def _dotted(paths: Iterable[str]) -> list[str]:
@@ -116,12 +141,12 @@ class GitTree(Tree):
 
     def __init__(self, folder: str | os.PathLike, rev: str, skip: Iterable[str] = ()):
         folder = os.fspath(folder)
-        rev = (rev or "").strip()
-        if not rev or rev.startswith("-") or any(c in rev for c in "\n\r\0"):
-            raise TreeError(f"{rev!r}: not a usable git revision")
+        rev = _usable_rev(rev)
         if not os.path.isdir(folder):
             raise TreeError(f"{folder}: not a folder")
-        listing = _pending.pop((folder, rev), None) or _Listing(folder, rev)
+        listing = _pending.pop((folder, rev), None)
+        if listing is None and _relative_listing_works():
+            listing = _Listing(folder, rev)
         try:
             git = _import_git()
             try:
@@ -143,9 +168,13 @@ class GitTree(Tree):
             self._cached_bytes = 0
             self._batch: _Batch | None = None  # the prefetch under way
             self._prefetched: dict[str, _Entry] = {}  # path -> its parsed listing line, for prefetched files
+            if listing is None:
+                prefix = self.prefix
+                listing = _Listing(folder, f"{rev}:{prefix}" if prefix else rev, full_tree=True)
             self._list(listing)
         except BaseException:
-            listing.cancel()
+            if listing is not None:
+                listing.cancel()
             raise
 
     # -- listing -----------------------------------------------------------------------------
@@ -185,17 +214,19 @@ class GitTree(Tree):
         if maybe_hidden:
             hidden = {p for p in maybe_hidden if not self._shown(p)}
         links: list[str] = []
+        submodules: list[str] = []
         if "120000 " in text or "160000 " in text:  # a symlink or a submodule somewhere (or such a name)
             for path, meta in zip(paths, metas, strict=True):
                 if meta.startswith(MODE_LINK):
                     if path not in hidden:
                         links.append(path)  # resolved below, once the whole listing is known
                     hidden.add(path)
-                elif meta[7:11] != "blob":  # a submodule (mode 160000, a commit) is skipped
+                elif meta[7:11] != "blob":  # a submodule (mode 160000, a commit): an empty folder here
                     hidden.add(path)
                     del entries[path]
+                    submodules.append(path)
         files = self._files = set(paths).difference(hidden) if hidden else set(paths)
-        folders = set(map(itemgetter(0), map(str.rpartition, entries, repeat("/"))))
+        folders = set(map(itemgetter(0), map(str.rpartition, entries, repeat("/")))).union(submodules)
         level = folders
         while level:  # every ancestor of a listed entry, one depth at a time
             level = set(map(itemgetter(0), map(str.rpartition, level, repeat("/")))).difference(folders)
@@ -232,10 +263,9 @@ class GitTree(Tree):
 
     def _has_folder(self) -> bool:
         try:
-            self.repo.git.cat_file("-e", f"{self.rev}:{self.prefix}")
-        except Exception:  # noqa: BLE001 - GitCommandError: no such folder at this revision
+            return self.repo.git.cat_file("-t", f"{self.rev}:{self.prefix}").strip() == "tree"
+        except Exception:  # noqa: BLE001 - GitCommandError: nothing at that path in this revision
             return False
-        return True
 
     def _shown(self, path: str) -> bool:
         """A listed file's verdict by LocalTree's rules: in a visible folder, a usable name, not skipped."""
@@ -255,11 +285,11 @@ class GitTree(Tree):
         shown = self._folder_rules.get(folder)
         if shown is None:
             name = basename(folder)
-            shown = (("/" not in folder or self._visible(parent(folder))) and not name.startswith(".")
-                     and not (self.skip and self.skipped(folder)))
-            if shown and ("\n" in name or "\r" in name):  # LocalTree's rule for unusable names
+            shown = "/" not in folder or self._visible(parent(folder))
+            if shown and ("\n" in name or "\r" in name):  # LocalTree's rule for unusable names comes first
                 self.unreadable.append(folder)
                 shown = False
+            shown = shown and not name.startswith(".") and not (self.skip and self.skipped(folder))
             self._folder_rules[folder] = shown
         return shown
 
@@ -280,6 +310,8 @@ class GitTree(Tree):
         if not links:
             return {}
         link_entries = {path: _Entry(self._entries[path]) for path in links}
+        # a link text longer than PATH_MAX names no file git could check out: left unresolved, unread
+        link_entries = {path: entry for path, entry in link_entries.items() if entry.size <= MAX_LINK_BYTES}
         self._fetch_many({entry.sha: entry.size for entry in link_entries.values()})
         texts: dict[str, str] = {}
         for path, entry in link_entries.items():
@@ -295,7 +327,9 @@ class GitTree(Tree):
     def _follow(self, link: str, texts: dict[str, str]) -> str | None:
         """Resolve ``link`` component by component, as realpath would, without leaving the tree."""
         hops = 0
-        pending = texts[link]
+        pending = texts.get(link)
+        if pending is None:  # a link text too long to read
+            return None
         base = parent(link)
         while True:
             if pending.startswith("/") or not pending:
@@ -471,6 +505,7 @@ class _Batch:
         self.pending = set(shas)
         self._buffer = b""
         self._at = 0
+        self._wanted = 1  # bytes the answer being read needs in the buffer before it can be parsed
         with tempfile.TemporaryFile() as request:
             request.write("".join(f"{sha}\n" for sha in shas).encode("ascii"))
             request.seek(0)
@@ -480,12 +515,17 @@ class _Batch:
     def until(self, sha: str, store: Any) -> bool:
         """Read answers (handing each blob to ``store``) until ``sha`` has come; True once all came."""
         while sha in self.pending:
-            chunk = os.read(self._fd, self.CHUNK)
-            if not chunk:  # git ended early (a broken repository): the rest is read one by one
-                self.cancel()
-                return True
-            self._buffer = self._buffer[self._at:] + chunk if self._at < len(self._buffer) else chunk
-            self._at = 0
+            chunks, have = [self._buffer[self._at:]], len(self._buffer) - self._at
+            while True:  # gather at least what the answer being read still lacks, then parse once
+                chunk = os.read(self._fd, self.CHUNK)
+                if not chunk:  # git ended early (a broken repository): the rest is read one by one
+                    self.cancel()
+                    return True
+                chunks.append(chunk)
+                have += len(chunk)
+                if have >= self._wanted:
+                    break
+            self._buffer, self._at = b"".join(chunks), 0
             self._parse(store)
         if not self.pending:
             self.cancel()
@@ -511,12 +551,15 @@ class _Batch:
                 continue
             size = int(header[2])
             if end + 1 + size + 1 > len(buffer):
-                break  # the rest of this blob is still on its way
+                self._wanted = end + 1 + size + 1 - at  # the rest of this blob is still on its way
+                self._at = at
+                return
             pending.discard(sha)
             if header[1] == b"blob":
                 store(sha, buffer[end + 1:end + 1 + size])
             at = end + 1 + size + 1  # the content and its newline
         self._at = at
+        self._wanted = 1
 
     def cancel(self) -> None:
         self.pending = set()

@@ -66,28 +66,66 @@ def split_map(fn: Callable[[Sequence[Item]], list[Result]], items: Sequence[Item
         return fn(items)
     size = -(-len(items) // count)
     parts = [items[start:start + size] for start in range(0, len(items), size)]
-    children: list[tuple[int, int, Sequence[Item]]] = []
-    for part in parts[1:]:
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: never returns into the caller's code
-            _child(fn, part, tree, read_end, write_end, [fd for _, fd, _ in children])
-        os.close(write_end)
-        children.append((pid, read_end, part))
-    results = fn(parts[0])
-    for pid, read_end, part in children:
+    done: dict[int, list[Result]] = {}
+    children: list[tuple[int, int, int]] = []  # (part index, pid, read end of its pipe)
+    try:
+        for index in range(1, len(parts)):
+            try:
+                read_end, write_end = os.pipe()
+                try:
+                    pid = os.fork()
+                except OSError:
+                    os.close(read_end)
+                    os.close(write_end)
+                    raise
+            except OSError:  # out of descriptors or processes: the part is computed here
+                continue
+            if pid == 0:  # the child: never returns into the caller's code
+                _child(fn, parts[index], tree, read_end, write_end, [fd for _, _, fd in children])
+            os.close(write_end)
+            children.append((index, pid, read_end))
+        forked = {index for index, _, _ in children}
+        for index, part in enumerate(parts):
+            if index not in forked:
+                done[index] = fn(part)
+        while children:
+            index, pid, read_end = children.pop(0)
+            results = _collect(pid, read_end, tree)
+            done[index] = fn(parts[index]) if results is None else results  # a failed child: its part here
+    finally:
+        for _, pid, read_end in children:  # left when this process failed: stop and reap them
+            os.close(read_end)
+            _reap(pid, kill=True)
+    return [result for index in range(len(parts)) for result in done[index]]
+
+
+def _collect(pid: int, read_end: int, tree: Tree) -> list[Any] | None:
+    """A child's results (its read counts added to the tree), or None when it failed or died."""
+    try:
         with os.fdopen(read_end, "rb") as pipe:
             data = pipe.read()
-        _, status = os.waitpid(pid, 0)
-        outcome = _unpickle(data) if os.waitstatus_to_exitcode(status) == 0 else None
-        if outcome is None:  # the child failed or died: do its part here
-            results.extend(fn(part))
-            continue
-        part_results, reads, bytes_read = outcome
-        results.extend(part_results)
-        tree.reads += reads
-        tree.bytes_read += bytes_read
+    finally:
+        status = _reap(pid)
+    outcome = _unpickle(data) if status == 0 else None
+    if outcome is None:
+        return None
+    results, reads, bytes_read = outcome
+    tree.reads += reads
+    tree.bytes_read += bytes_read
     return results
+
+
+def _reap(pid: int, kill: bool = False) -> int | None:
+    """Wait for a child; its exit code, or None when it cannot be waited for (SIGCHLD ignored)."""
+    import signal
+
+    try:
+        if kill:
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    except (ChildProcessError, ProcessLookupError):
+        return None
+    return os.waitstatus_to_exitcode(status)
 
 
 def _child(fn: Callable[[Sequence[Any]], list[Any]], part: Sequence[Any], tree: Tree, read_end: int,
