@@ -130,13 +130,17 @@ def measure(tasks: int, repeat: int, native_only: bool = False) -> dict:
     tree_cmd = ["/bin/sh", "-c", f'"{sys.executable}" -c \'{TREE_ONLY}\' "{root}" {TAG} > /dev/null']
     local_cmd = ["/bin/sh", "-c", f'"{sys.executable}" -m envtag detect "{root}" {flags} > /dev/null']
     bound_cmd = [sys.executable, "-c", IMPORTS_AND_PARSE, str(root), TAG]
-    floors, runs, trees, locals_, bounds = [], [], [], [], []
+    gitpython_cmd = [sys.executable, "-c", "import git"]
+    bare_cmd = [sys.executable, "-c", "pass"]
+    floors, runs, trees, locals_, bounds, gitpythons, bares = [], [], [], [], [], [], []
     for _ in range(repeat):  # interleaved, so machine noise hits all alike
         floors.append(timed(floor_cmd))
         runs.append(timed(envtag_cmd))
         trees.append(timed(tree_cmd))
         locals_.append(timed(local_cmd))
         bounds.append(timed(bound_cmd))
+        gitpythons.append(timed(gitpython_cmd))
+        bares.append(timed(bare_cmd))
     report = json.loads(out.read_text())
     harbor = next(f for f in report["frameworks"] if f["tag"] == "harbor")
     blobs, _ = floor_out.read_text().split()
@@ -156,6 +160,9 @@ def measure(tasks: int, repeat: int, native_only: bool = False) -> dict:
         # the floor + envtag's imports + one TOML parse per task.toml, nothing else (see IMPORTS_AND_PARSE)
         "imports_and_parse_s": round(min(bounds), 3),
         "imports_and_parse_ratio": round(min(bounds) / floor_s, 2),
+        # what `import git` alone adds to a Python start, as a share of the floor
+        "gitpython_import_s": round(min(gitpythons) - min(bares), 3),
+        "gitpython_import_share_of_floor": round((min(gitpythons) - min(bares)) / floor_s, 2),
         "floor_runs_s": [round(t, 3) for t in floors],
         "envtag_runs_s": [round(t, 3) for t in runs],
     }
