@@ -279,6 +279,7 @@ def mask_token() -> None:
 
 def main() -> int:
     mask_token()
+    from . import parallel
     from .card import CardError
     from .config import ConfigError
     from .tree import TreeError
@@ -289,6 +290,7 @@ def main() -> int:
         annotate("error", str(exc), title="envtag: bad input")
         return EXIT_BAD_INPUT
     folder = os.path.normpath(os.path.join(workspace(), inputs.path))
+    parallel.allow()  # the action's step owns its process: a big taskset is judged on every core
     try:
         if inputs.mode == "tag":
             outcome = run_tag(inputs)
