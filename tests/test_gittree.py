@@ -281,6 +281,8 @@ def test_dot_directories_and_submodules_are_skipped(tmp_path):
     git(repo, "add", "-A")
     # a gitlink (mode 160000) without a checkout, as a submodule looks in the tree object
     git(repo, "update-index", "--add", "--cacheinfo", f"160000,{'ab' * 20},tasks/vendored")
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{'cd' * 20},.vendor/hidden")
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{'ef' * 20},tasks/.hidden-sub")
     git(repo, "commit", "-q", "-m", "with a submodule")
     assert "160000" in git(repo, "ls-tree", "HEAD", "tasks/vendored")
     tree = GitTree(repo, "HEAD")
@@ -289,6 +291,7 @@ def test_dot_directories_and_submodules_are_skipped(tmp_path):
     # a submodule is an empty folder, as an uninitialised one is in a checkout: a folder, no files
     assert tree.is_dir("tasks/vendored") and not any(p.startswith("tasks/vendored/") for p in tree.files())
     assert not tree.is_file("tasks/vendored")
+    assert not tree.is_dir(".vendor/hidden") and not tree.is_dir(".vendor") and not tree.is_dir("tasks/.hidden-sub")
     assert not tree.is_dir(".hidden") and not tree.is_dir("node/.cache") and tree.is_dir("node")
     report = detect(tree)
     assert report.framework("harbor").roots == ["tasks"] and report.framework("harbor").tasks == 1

@@ -234,8 +234,9 @@ class GitTree(Tree):
         folders.discard("")
         if odd:
             folders.difference_update([f for f in folders if not self._visible(f)])
-        elif maybe_hidden:  # only a folder on the way to a dotted path can be a dot-directory
+        elif maybe_hidden:  # only a folder on the way to a dotted path (or a dotted submodule) can be hidden
             on_the_way = {path[:at] for path in maybe_hidden for at, char in enumerate(path) if char == "/"}
+            on_the_way.update(folders.intersection(maybe_hidden))
             folders.difference_update([f for f in on_the_way if not self._visible(f)])
         self._dirs = folders
         self._dirs.add(".")
