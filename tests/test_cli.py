@@ -81,6 +81,23 @@ def test_stale_tags_kept_unless_prune(tmp_path):
     assert (tmp_path / "README.md").read_text() == "---\ntags:\n- rl-environment\n- harbor\n- openenv\n- custom\n---\n"
 
 
+def test_out_of_date_message_says_remove_only_when_pruning(tmp_path):
+    """A stale tag is removed only with --prune: the summary of the edit says so, in every front end."""
+    from envtag.engine import detect
+    from envtag.tagging import plan_card
+
+    build(tmp_path, harbor_tasks("tasks", ["a"]))
+    before = "---\ntags:\n- harbor\n- nemo-gym\n---\n"
+    report = detect(tmp_path)
+    assert plan_card(before, report).summary() == "add rl-environment, openenv"
+    assert plan_card(before, report, prune=True).summary() == "add rl-environment, openenv; remove nemo-gym"
+    (tmp_path / "README.md").write_text(before)
+    checked = run("tag", str(tmp_path), "--check")
+    assert checked.returncode == 1 and "out of date: add rl-environment, openenv. Run" in checked.stdout
+    pruned = run("tag", str(tmp_path), "--check", "--prune")
+    assert "out of date: add rl-environment, openenv; remove nemo-gym. Run" in pruned.stdout
+
+
 def test_library_prefixed_tag_counts_as_present(tmp_path):
     build(tmp_path, {**harbor_tasks("x", ["a"]), "README.md": "---\ntags:\n- rl-environment\n- library:harbor\n---\n"})
     assert run("tag", str(tmp_path), "--check").returncode == 0

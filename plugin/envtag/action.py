@@ -137,15 +137,6 @@ def tags_line(card: str | None) -> int:
     return 1
 
 
-def _card_change(plan) -> str:
-    changes = []
-    if plan.missing:
-        changes.append("add " + ", ".join(plan.missing))
-    if plan.stale:
-        changes.append("remove " + ", ".join(plan.stale))
-    return "; ".join(changes) or "update"
-
-
 def _diff_block(plan, path: str = "README.md") -> str:
     import dataclasses
 
@@ -167,7 +158,7 @@ def run_check(inputs: Inputs, folder: str) -> Outcome:
         outcome.summary = f"No RL-environment taskset found in `{inputs.path}`; `{card}` left as it is."
         core.notice(f"envtag: no RL-environment taskset found in {inputs.path}")
     elif plan.changed:
-        what = _card_change(plan)
+        what = plan.summary()
         message = f"{card} is out of date: {what}. Run `envtag tag` and commit the card."
         annotate("error", message, file=card, line=tags_line(plan.before), title="envtag: card out of date")
         outcome.exit_code = EXIT_OUT_OF_DATE
@@ -226,7 +217,7 @@ def run_tag(inputs: Inputs) -> Outcome:
     elif not changed:
         outcome.summary = f"The card of {target} is up to date: no commit."
     elif inputs.dry_run:
-        outcome.summary = f"Dry run: would {_card_change(result.plan)} on the card of {target}." + \
+        outcome.summary = f"Dry run: would {result.plan.summary()} on the card of {target}." + \
             _diff_block(result.plan)
     elif result.pr_url:
         outcome.summary = f"Opened a pull request on {target}: {result.pr_url}"

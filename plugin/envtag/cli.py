@@ -219,12 +219,7 @@ def _say_card_outcome(card, report, plan, *, check, dry_run, wrote, prune) -> No
     if not plan.changed:
         print(f"{card}: up to date")
         return
-    changes = []
-    if plan.missing:
-        changes.append("add " + ", ".join(plan.missing))
-    if prune and plan.stale:
-        changes.append("remove " + ", ".join(plan.stale))
-    summary = "; ".join(changes) or "update"
+    summary = plan.summary()
     if wrote:
         created = " (created)" if plan.before is None else ""
         print(f"{card}{created}: {summary}")

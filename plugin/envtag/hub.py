@@ -390,8 +390,7 @@ def tag_hub_command(source: str, *, check: bool, prune: bool, create_pr: bool, n
         elif not result.changed:
             _say(f"{where}: up to date")
         elif check or dry_run:
-            _say(f"{where}: out of date: add {', '.join(plan.missing) or '-'}"
-                 + (f"; remove {', '.join(plan.stale)}" if prune and plan.stale else ""))
+            _say(f"{where}: out of date: {plan.summary()}")
             if dry_run:
                 _say(plan.diff())
         elif result.pr_url:

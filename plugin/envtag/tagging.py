@@ -23,10 +23,20 @@ class CardPlan:
     missing: list[str] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)
     path: str = "README.md"
+    prune: bool = False  # whether the edit removes the stale tags (else they are only reported)
 
     @property
     def changed(self) -> bool:
         return self.before != self.after
+
+    def summary(self) -> str:
+        """What the edit does, for messages: ``add a, b; remove c``."""
+        changes = []
+        if self.missing:
+            changes.append("add " + ", ".join(self.missing))
+        if self.prune and self.stale:
+            changes.append("remove " + ", ".join(self.stale))
+        return "; ".join(changes) or "update"
 
     def diff(self) -> str:
         before = (self.before or "").splitlines(keepends=True)
@@ -47,7 +57,7 @@ def plan_card(before: str | None, report: Report, *, prune: bool = False, path: 
         return CardPlan(before=before, after=before, stale=stale, path=path)
     missing, stale = card_changes(before, tags, prune=True, known=known, path=path)
     after = apply_tags(before, tags, prune=prune, known=known, path=path)
-    return CardPlan(before=before, after=after, missing=missing, stale=stale, path=path)
+    return CardPlan(before=before, after=after, missing=missing, stale=stale, path=path, prune=prune)
 
 
 def plan_folder(folder: str | os.PathLike, *, native_only: bool | None = None, prune: bool = False,
