@@ -121,3 +121,21 @@ def test_hub_load_commands_use_the_configured_endpoint(monkeypatch):
     assert "AutoEnv.from_env(\"acme/echo\")" in openenv.load_command(".", "hf://spaces/acme/echo")
     monkeypatch.delenv("HF_ENDPOINT")
     assert harbor.load_command("my tasks", "/tmp/x") == "harbor run -p 'my tasks'"
+
+
+def test_an_empty_environment_folder_is_read_but_reported(tmp_path):
+    """Harbor reads a task whose environment/ is an empty folder (is_valid_dir only asks for the folder),
+    but git and the Hub keep no empty folder: the task counts here, with a problem saying it will not
+    survive a commit or an upload. A folder holding only a dot-folder or a nested file is not empty."""
+    import shutil
+
+    build(tmp_path, harbor_tasks("tasks", ["a", "b", "c", "d"]))
+    for name in ("b", "c", "d"):
+        shutil.rmtree(tmp_path / f"tasks/{name}/environment")
+    (tmp_path / "tasks/b/environment/nested/deeper").mkdir(parents=True)  # folders only: empty for git
+    build(tmp_path, {"tasks/c/environment/nested/Dockerfile": "FROM python:3.12\n",
+                     "tasks/d/environment/.config/x": "x\n"})
+    report = detect(tmp_path)
+    assert report.framework("harbor").tasks == 4
+    assert [(p.path, p.framework) for p in report.problems] == [("tasks/b/environment", "harbor")]
+    assert "git and the Hub keep no empty folder" in report.problems[0].message

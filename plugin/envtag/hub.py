@@ -148,6 +148,9 @@ class UploadTree(LocalTree):
                 self._dirs.add("/".join(parts[:i]))
         self._by_name = None
 
+    def holds_files(self, folder: str) -> bool:
+        return True  # its folders are the parents of uploaded files: none is empty
+
 
 def _remote_files(client: Client, repo_id: str, repo_type: str,
                   sha: str) -> dict[str, tuple[str | None, str | None]]:

@@ -101,6 +101,12 @@ class Tree:
         files = list(self._files)
         return sorted(compress(files, map(str.endswith, files, repeat(suffix))))
 
+    def holds_files(self, folder: str) -> bool:
+        """Whether something besides empty folders lies below ``folder``: git and the Hub keep no empty
+        folder, so one that is empty here is gone after a commit or an upload. A listing built from file
+        paths (git, the Hub) has no empty folder; LocalTree tells."""
+        return True
+
     def under(self, folder: str) -> Iterator[str]:
         """Files below ``folder`` (any depth)."""
         if folder in (".", ""):
@@ -161,6 +167,7 @@ class LocalTree(Tree):
         super().__init__(root, skip)
         self.root = os.path.realpath(root)
         self.unreadable: list[str] = []
+        self._content_dirs: set[str] = set()  # folders holding more than folders (see holds_files)
         if only is None:
             self._walk()
         else:  # just these top-level files, no walk (reading the repo's config before the walk)
@@ -172,6 +179,7 @@ class LocalTree(Tree):
         self._by_name = by_name
         stack = [(self.root, "")]
         root_prefix = self.root + os.sep
+        content = self._content_dirs
         while stack:
             folder, rel = stack.pop()
             try:
@@ -179,8 +187,10 @@ class LocalTree(Tree):
             except OSError:
                 self.unreadable.append(rel or ".")
                 continue
+            seen = walked = 0
             with entries:
                 for entry in entries:
+                    seen += 1
                     name = entry.name
                     path = f"{rel}/{name}" if rel else name
                     if "\n" in name or "\r" in name:
@@ -197,6 +207,7 @@ class LocalTree(Tree):
                                 continue
                             dirs.add(path)
                             stack.append((entry.path, path))
+                            walked += 1
                         elif entry.is_symlink():
                             target = os.path.realpath(entry.path)
                             if not target.startswith(root_prefix) or not os.path.isfile(target):
@@ -207,8 +218,16 @@ class LocalTree(Tree):
                             by_name.setdefault(name, []).append(path)
                     except OSError:
                         self.unreadable.append(path)
+            if seen > walked:  # something besides folders to walk: a file, a link, a dot-folder...
+                content.add(rel or ".")
         for paths in by_name.values():
             paths.sort()
+
+    def holds_files(self, folder: str) -> bool:
+        if folder in self._content_dirs:
+            return True
+        below = folder + "/"
+        return any(d.startswith(below) for d in self._content_dirs)  # only folders here: look deeper
 
     def local_path(self, path: str) -> str:
         if os.sep == "/":

@@ -102,8 +102,12 @@ def check_task(tree: Tree, d: str, config: dict[str, Any]) -> tuple[list[str], d
     verifier = verifier if isinstance(verifier, dict) else {}
     docker_image = env.get("docker_image")
     has_image = isinstance(docker_image, str) and bool(docker_image.strip())
-    if not has_image and not tree.is_dir(prefix + "environment"):
-        missing.append("environment/ (or [environment].docker_image)")
+    empty_environment = False
+    if not has_image:
+        if not tree.is_dir(prefix + "environment"):
+            missing.append("environment/ (or [environment].docker_image)")
+        else:
+            empty_environment = not tree.holds_files(prefix + "environment")
     scripts = ("test.sh",) if "os" not in env else _script_names(str(env["os"]).lower())
     bundled = _tests_bundled(tree, d, config, verifier) if verifier else False
     shared_script = any(f"{prefix}tests/{s}" in files for s in scripts)
@@ -141,6 +145,7 @@ def check_task(tree: Tree, d: str, config: dict[str, Any]) -> tuple[list[str], d
         "verifier_user": bool(verifier.get("user")),
         "registry": False,
         "inferred": False,
+        "empty_environment": empty_environment,
     }
     return missing, facts
 
@@ -233,6 +238,11 @@ def _judge_tasks(tree: Tree, to_read: set[str], task_dirs: Sequence[str]) -> lis
                                     layout=LAYOUT, framework="harbor"))
             continue
         verdicts.append(Task(path=d, root=task_root(d), facts=facts))
+        if facts.get("empty_environment"):
+            verdicts.append(Problem(
+                prefix + "environment", "an empty folder: Harbor reads the task here, but git and the Hub keep no "
+                "empty folder, so a clone or an upload of it has no environment/ (add its Dockerfile, or set "
+                "[environment].docker_image)", layout=LAYOUT, framework="harbor"))
     return verdicts
 
 
