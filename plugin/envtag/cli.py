@@ -76,14 +76,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Both settings are put back on return, for programs that call main() in their own process.
     from . import parallel
 
-    thresholds, allowed = gc.get_threshold(), parallel._allowed
+    thresholds = gc.get_threshold()
     gc.set_threshold(100_000, 50, 50)
-    parallel.allow()  # a command owns its process: big repos are judged on every core
+    allowed = parallel.allow()  # a command owns its process: big repos are judged on every core
     try:
         return _main(argv)
     finally:
         gc.set_threshold(*thresholds)
-        parallel._allowed = allowed
+        parallel.allow(allowed)
         gittree = sys.modules.get("envtag.gittree")
         if gittree is not None:
             gittree.cancel_listings()  # a hinted git listing the command never used

@@ -1,11 +1,12 @@
 """A Tree over a committed git revision (tag, branch, sha), read straight from git objects.
 
 No checkout and no process per file: the listing is one ``git ls-tree -r -l -z`` call (paths, modes,
-blob ids and sizes), and blobs are read through GitPython's persistent ``git cat-file --batch`` reader,
-only those the detectors ask for. The rules are LocalTree's: dot-directories are skipped, submodules
-(mode 160000) are skipped, a symlink (mode 120000) is followed only to a file whose target stays inside
-the tree (the link text is resolved against the listing, relative to the link's folder), never to a
-directory.
+blob ids and sizes), started early and written to a temporary file; the marker files detectors prefetch
+come from one streamed ``git cat-file --batch`` run by GitPython (``_Batch``), and any other file from
+GitPython's persistent batch reader, only those the detectors ask for. The rules are LocalTree's:
+dot-directories are skipped, a submodule (mode 160000) is an empty folder, a symlink (mode 120000) is
+followed only to a file whose target stays inside the tree (the link text is resolved against the
+listing, relative to the link's folder), never to a directory.
 
 ``import git`` happens here only, when a GitTree is built (``envtag detect PATH --rev REV``).
 """

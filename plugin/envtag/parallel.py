@@ -30,10 +30,12 @@ MAX_JOBS = 4
 _allowed = False
 
 
-def allow() -> None:
-    """The CLI owns its process: let detection fork workers (see the module doc)."""
+def allow(allowed: bool = True) -> bool:
+    """A command owns its process: let detection fork workers (see the module doc). Returns the previous
+    setting, for a caller that puts it back."""
     global _allowed
-    _allowed = True
+    previous, _allowed = _allowed, allowed
+    return previous
 
 
 def jobs(count: int, tree: Tree) -> int:
