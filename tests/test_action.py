@@ -255,7 +255,7 @@ def test_action_yml_follows_the_design():
     assert ACTION["runs"]["using"] == "composite"
     assert ACTION["branding"]["icon"] and ACTION["branding"]["color"]
     expected = {"mode": "check", "path": ".", "repo-id": "", "repo-type": "dataset", "revision": "",
-                "create-pr": "false", "native-only": "false", "prune": "false", "dry-run": "false",
+                "git-rev": "", "create-pr": "false", "native-only": "false", "prune": "false", "dry-run": "false",
                 "commit-message": "", "plugins": "", "hf-token": ""}
     assert {name: spec.get("default") for name, spec in ACTION["inputs"].items()} == expected
     assert all(spec.get("description") for spec in ACTION["inputs"].values())

@@ -138,7 +138,7 @@ def test_non_utf8_card_exits_2(tmp_path):
 
 def test_missing_folder_exits_2(tmp_path):
     result = run("detect", str(tmp_path / "nope"))
-    assert result.returncode == 2 and "not a folder" in result.stderr
+    assert result.returncode == 2 and "nope: no such folder" in result.stderr
 
 
 def test_usage_error_exits_2():

@@ -57,7 +57,10 @@ def test_push_dry_run_prints_the_plan_and_sends_nothing(envtag, srv, tmp_path):
     assert code == 0
     assert "Dry run: dataset alice/ts does not exist; push would create it" in out
     assert "would commit 11 file(s)" in out and "nothing was sent" in out
-    assert "  tasks/a/task.toml\n" in out and "  README.md\n" in out and ".git" not in out
+    assert "  tasks/a/task.toml\n" in out and "  README.md\n" in out
+    plan = out.split("Dry run: would commit")[1]
+    assert ".git" not in plan and ".venv" not in plan  # never in the upload; named in what was left out:
+    assert "Left out of the upload (2 path(s)):\n  2 dot-directory: .git/, .venv/" in out
     assert "+tags:\n+- rl-environment\n+- harbor\n+- openenv\n" in out  # the card diff
     assert writes(srv) == [] and not srv.repo_exists("alice/ts")
 

@@ -18,6 +18,7 @@ __all__ = [
     "Problem",
     "Report",
     "Task",
+    "TreeError",
     "apply_tags",
     "card_operation",
     "detect",
@@ -33,6 +34,7 @@ _LAZY = {
     "detect": "engine",
     "apply_tags": "card",
     "CardError": "card",
+    "TreeError": "tree",
     "push_to_hub": "hub",
     "tag_hub_repo": "hub",
     "card_operation": "hub",
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     from .hookspecs import hookimpl
     from .hub import card_operation, push_to_hub, tag_hub_repo
     from .model import Detection, Framework, Layout, NearMiss, Problem, Report, Task
+    from .tree import TreeError
 
 
 def __getattr__(name: str) -> Any:

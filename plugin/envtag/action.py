@@ -65,6 +65,7 @@ class Inputs:
     repo_id: str
     repo_type: str
     revision: str | None
+    git_rev: str | None
     create_pr: bool
     native_only: bool
     prune: bool
@@ -84,7 +85,8 @@ class Inputs:
             raise InputError(f"mode {mode} needs the repo-id input (OWNER/NAME)")
         return cls(
             mode=mode, path=get_input("path") or ".", repo_id=repo_id, repo_type=repo_type,
-            revision=get_input("revision") or None, create_pr=get_bool("create-pr"),
+            revision=get_input("revision") or None, git_rev=get_input("git-rev") or None,
+            create_pr=get_bool("create-pr"),
             native_only=get_bool("native-only"), prune=get_bool("prune"), dry_run=get_bool("dry-run"),
             commit_message=get_input("commit-message") or None,
         )
@@ -148,9 +150,9 @@ def run_check(inputs: Inputs, folder: str) -> Outcome:
     from .render import human
     from .tagging import plan_folder
 
-    report, plan = plan_folder(folder, native_only=inputs.native_only or None, prune=inputs.prune,
-                               rev=inputs.revision)
-    report.source = workspace_path(folder) + (f"@{inputs.revision}" if inputs.revision else "")
+    rev = inputs.git_rev or inputs.revision
+    report, plan = plan_folder(folder, native_only=inputs.native_only or None, prune=inputs.prune, rev=rev)
+    report.source = workspace_path(folder) + (f"@{rev}" if rev else "")
     print(human(report))
     outcome = Outcome(report, plan)
     card = workspace_path(plan.path)
@@ -171,14 +173,18 @@ def run_check(inputs: Inputs, folder: str) -> Outcome:
 
 
 def run_push(inputs: Inputs, folder: str) -> Outcome:
-    from .hub import push_to_hub
+    from .hub import push_to_hub, summarise_left_out
     from .render import human
 
     result = push_to_hub(folder, inputs.repo_id, repo_type=inputs.repo_type, revision=inputs.revision,
                          create_pr=inputs.create_pr, private=False, commit_message=inputs.commit_message,
-                         native_only=inputs.native_only or None, dry_run=inputs.dry_run)
-    result.report.source = workspace_path(folder)
+                         native_only=inputs.native_only or None, dry_run=inputs.dry_run, rev=inputs.git_rev)
+    result.report.source = workspace_path(folder) + (f"@{inputs.git_rev}" if inputs.git_rev else "")
     print(human(result.report))
+    left_out = summarise_left_out(result.left_out)
+    if left_out:
+        print(f"Left out of the upload ({len(result.left_out)} path(s)):")
+        print("\n".join(f"  {line}" for line in left_out))
     outcome = Outcome(result.report, result.plan, commit_url=result.commit_url, pr_url=result.pr_url)
     target = f"{inputs.repo_type} `{inputs.repo_id}`"
     files = list(getattr(result, "files", []) or [])
@@ -195,6 +201,8 @@ def run_push(inputs: Inputs, folder: str) -> Outcome:
     else:
         print(f"{inputs.repo_type} {inputs.repo_id}: already up to date, no commit")
         outcome.summary = f"{target} is already up to date: no commit."
+    if left_out:
+        outcome.summary += "\n\nLeft out of the upload:\n" + "".join(f"\n- {line}" for line in left_out) + "\n"
     return outcome
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 __all__ = [
+    "CARD_CAP",
     "CardError",
     "apply_tags",
     "card_changes",
@@ -34,6 +35,9 @@ __all__ = [
 LIBRARY_PREFIX = "library:"
 
 _DELIMITER = re.compile(r"---[ \t]*(?:\r\n|\r|\n|\Z)")
+# The header rule of huggingface_hub (repocard.REGEX_YAML_BLOCK, "exact same regex as in the Hub server"),
+# kept here so a local ``tag --check`` need not import huggingface_hub; tests/test_card.py checks it is the same.
+HUB_HEADER = re.compile(r"^(\s*---(?:\r\n|\r|\n))([\S\s]*?)((?:\r\n|\r|\n)---[ \t]*(\r\n|\n|$))")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -62,18 +66,33 @@ class CardError(Exception):
 # --------------------------------------------------------------------------- reading and writing
 
 
+CARD_CAP = 16 * 1024 * 1024  # a card past this is refused, not read (local, git and Hub alike)
+_UNCHECKED = object()
+
+
 def read_card(path: str | os.PathLike[str]) -> str | None:
     """The card's text, or None when the file does not exist.
 
-    Decoded strictly as UTF-8 without newline translation, so a BOM and CRLF survive the round trip.
+    Read like any file of the taskset (tree.read_inside): a card that links out of its folder or to a file
+    envtag never reads, a FIFO or device, or one over CARD_CAP raises CardError and is never opened or read
+    whole. Decoded strictly as UTF-8 without newline translation, so a BOM and CRLF survive the round trip.
     """
+    from .tree import FileTooLarge, OutsideFile, read_inside
+
+    folder, name = os.path.split(os.path.abspath(path))
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError:
+        data = read_inside(folder, name, CARD_CAP)
+    except OutsideFile as exc:
+        raise CardError(str(exc).removeprefix(f"{name} ").removeprefix(f"{name}: "), path=path) from None
+    except FileTooLarge as exc:
+        raise CardError(f"larger than {exc.cap} bytes; not read", path=path) from None
+    if data is None:
         return None
-    except OSError as exc:
-        raise CardError(f"cannot read the card: {exc.strerror or exc}", path=path) from exc
+    return decode_card(data, path)
+
+
+def decode_card(data: bytes, path: str | os.PathLike[str] | None) -> str:
+    """Strict UTF-8, no newline translation; CardError with the line and column of a bad byte."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -83,14 +102,16 @@ def read_card(path: str | os.PathLike[str]) -> str | None:
             f"not UTF-8: byte 0x{data[exc.start]:02x} at column {column} ({exc.reason})",
             line=line,
             path=path,
-        ) from exc
+        ) from None
 
 
-def write_card(path: str | os.PathLike[str], text: str) -> None:
+def write_card(path: str | os.PathLike[str], text: str, *, expected: str | None | object = _UNCHECKED) -> None:
     """Write ``text`` exactly (UTF-8, no newline translation), atomically.
 
     A temp file in the same directory is renamed over the card, so readers never see half a card;
     an existing file keeps its mode, and a symlinked card keeps its link (the target is replaced).
+    With ``expected`` (the text read before, None for no card), the card is replaced only if it still
+    holds exactly that: an edit made while envtag ran is never overwritten (CardError, nothing written).
     """
     data = text.encode("utf-8")
     target = os.path.realpath(path)
@@ -117,6 +138,8 @@ def write_card(path: str | os.PathLike[str], text: str) -> None:
             os.fsync(handle.fileno())
         if mode is not None:
             os.chmod(temp, mode)
+        if expected is not _UNCHECKED and read_card(path) != expected:
+            raise CardError("changed while envtag ran; not written (run envtag again)", path=path)
         os.replace(temp, target)
     except BaseException as exc:
         try:
@@ -212,12 +235,35 @@ def _find_header(text: str, path: Any) -> tuple[str, int, int, int, str] | None:
     while position < len(text):
         closing = _DELIMITER.match(text, position)
         if closing is not None:
+            _same_as_hub(text, bom, opening.end(), position, closing.end(), path)
             return bom, opening.end(), position, closing.end(), newline
         brk = _LINE_BREAK.search(text, position)
         if brk is None:
             break
         position = brk.end()
     raise CardError("the card starts with --- but has no closing --- line", line=1, path=path)
+
+
+def _same_as_hub(text: str, bom: str, start: int, end: int, body: int, path: Any) -> None:
+    """Refuse a header the Hub would not see as this header (tags written there would never show). An
+    empty header (``---`` right after ``---``) is no header to the Hub, but an edit fills it: the edited
+    card is checked again when it is verified."""
+    hub = HUB_HEADER.match(text[len(bom):])  # ^ would not match at a start offset
+    if hub is not None and hub.start(2) + len(bom) == start and hub.end() + len(bom) == body:
+        return
+    if hub is None and not text[start:end].strip():
+        return
+    first_line = _LINE_BREAK.split(text[len(bom):], 1)[0]
+    if first_line != "---":
+        why = "its opening --- line has trailing characters"
+        line = 1
+    elif "\r" in text[len(bom):body] and "\n" not in text[len(bom):body]:
+        why = "its lines end with a bare CR (use LF or CRLF line ends)"
+        line = 1
+    else:
+        why = "its closing --- line is not one the Hub accepts"
+        line = _line_of(text, body - 1)
+    raise CardError(f"the Hub would not read this YAML header: {why}; fix the card by hand", line=line, path=path)
 
 
 def _parse(text: str, path: Any) -> _Header | None:
@@ -509,12 +555,7 @@ def _edit(header: _Header, keep: list[bool], added: list[str], path: Any) -> str
                 position = _node_end(text, items[-1], offset)
                 return _splice(text, [(position, position, ", " + ", ".join(rendered))])
             return _splice(text, [(value_start + 1, value_start + 1, ", ".join(rendered))])
-        parts = [
-            _source(text, item, offset, tag)
-            for item, tag, flag in zip(items, header.tags, keep, strict=True)
-            if flag
-        ]
-        return _splice(text, [(value_start, value_end, "[" + ", ".join(parts + rendered) + "]")])
+        return _prune_flow(text, items, keep, rendered, offset, value_start)
 
     if not isinstance(value, yaml.ScalarNode):
         raise _refuse("tags: is not a list", header, value.start_mark.index, path)
@@ -541,6 +582,49 @@ def _edit(header: _Header, keep: list[bool], added: list[str], path: Any) -> str
     position, lead, nl = _after_line(text, value_end, header.newline)
     block = lead + "".join(f"{pad}- {item}{nl}" for item in items_src)
     return _splice(text, edits + [(position, position, block)])
+
+
+def _prune_flow(text: str, items: list[yaml.Node], keep: list[bool], added: list[str], offset: int,
+                value_start: int) -> str:
+    """Remove items from a flow list (``[a, b, c]``, on one line or many) character by character: each
+    removed item goes with one neighbouring comma, so comments between the items stay where they are."""
+    spans = [(offset + item.start_mark.index, _node_end(text, item, offset)) for item in items]
+    edits = []
+    for index, ((start, end), flag) in enumerate(zip(spans, keep, strict=True)):
+        if flag:
+            continue
+        after = end
+        while after < len(text) and text[after] in " \t":
+            after += 1
+        if text[after : after + 1] == ",":  # `b, ` goes with the comma after it
+            after += 1
+            while after < len(text) and text[after] in " \t":
+                after += 1
+            edits.append((start, after, ""))
+            continue
+        before = start  # the last item: take the comma before it, if on the same line
+        while before > 0 and text[before - 1] in " \t":
+            before -= 1
+        if before > 0 and text[before - 1] == "," and index > 0:
+            edits.append((before - 1, end, ""))
+        else:
+            edits.append((start, end, ""))
+    kept = [span for span, flag in zip(spans, keep, strict=True) if flag]
+    if added:
+        position = kept[-1][1] if kept else value_start + 1
+        edits.append((position, position, (", " if kept else "") + ", ".join(added)))
+    return _splice(text, _merge(edits))
+
+
+def _merge(edits: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Overlapping deletions (two neighbours removed with the comma they share) as one."""
+    merged: list[tuple[int, int, str]] = []
+    for start, end, replacement in sorted(edits):
+        if merged and start < merged[-1][1] and not replacement and not merged[-1][2]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]), "")
+        else:
+            merged.append((start, end, replacement))
+    return merged
 
 
 def _other_keys(data: dict[Any, Any]) -> list[tuple[Any, Any]]:

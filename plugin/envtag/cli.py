@@ -55,7 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("--repo-id", required=True, help="OWNER/NAME; created when missing")
     push.add_argument("--repo-type", choices=["dataset", "space"], default="dataset",
                       help="dataset (default) or space (OpenEnv environments)")
-    push.add_argument("--revision", help="the branch to commit to (default main)")
+    push.add_argument("--revision", help="the Hub branch to commit to (default main)")
+    push.add_argument("--rev", help="publish the folder's committed git revision REV (tag, branch, sha) from "
+                                    "git objects, not the files on disk")
     push.add_argument("--create-pr", action="store_true", help="open a pull request instead of committing")
     push.add_argument("--private", action="store_true", help="create the repo private")
     push.add_argument("--commit-message", help="the commit (or pull request) title")
@@ -105,7 +107,13 @@ def _main(argv: Sequence[str] | None) -> int:
         if isinstance(exc, known):
             print(f"envtag: error: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
-        raise
+        # a bug, not bad input; but never exit 1, which --check and the hooks read as "card out of date"
+        import traceback
+
+        traceback.print_exc()
+        print(f"envtag: internal error ({type(exc).__name__}); please report it with the traceback above",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 def _bad_input_types() -> tuple[type[BaseException], ...]:
@@ -201,7 +209,7 @@ def tag_local(folder: str, *, check: bool, prune: bool, native_only: bool | None
         wrote = write_plan(plan)
     if as_json:
         _print_json({**report.to_json(), "card": card, "missing": plan.missing, "stale": plan.stale,
-                     "changed": out_of_date, "written": wrote})
+                     "held": plan.held, "changed": out_of_date, "written": wrote})
     else:
         print(human(report))
         _say_card_outcome(card, report, plan, check=check, dry_run=dry_run, wrote=wrote, prune=prune)
@@ -216,6 +224,8 @@ def _say_card_outcome(card, report, plan, *, check, dry_run, wrote, prune) -> No
         return
     if plan.stale and not prune:
         print(f"{card}: stale tags {', '.join(plan.stale)} (no longer detected); --prune removes them")
+    for tag, why in plan.held.items():
+        print(f"{card}: stale tag {tag} kept although --prune: {why}")
     if not plan.changed:
         print(f"{card}: up to date")
         return

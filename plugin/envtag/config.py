@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 from .model import Problem
 from .parsing import ParseFailure, load_toml
-from .tree import Tree
+from .tree import MAX_READ, FileTooLarge, MemoryTree, OutsideFile, Tree, read_inside
 
-KEYS = {"native-only", "include-tags", "exclude-tags", "skip"}
+KEYS = {"native-only", "include-tags", "exclude-tags", "skip", "force-include"}
 
 
 class ConfigError(Exception):
@@ -21,6 +21,7 @@ class Config:
     include_tags: list[str] = field(default_factory=list)
     exclude_tags: list[str] = field(default_factory=list)
     skip: list[str] = field(default_factory=list)
+    force_include: list[str] = field(default_factory=list)  # git-ignored files to keep (fileset.py)
     problems: list[Problem] = field(default_factory=list)  # e.g. an unparseable pyproject.toml
 
 
@@ -39,7 +40,7 @@ def parse_config(data: dict, path: str = "pyproject.toml") -> Config:
         if not isinstance(table["native-only"], bool):
             raise ConfigError(f"{path}: [tool.envtag] native-only must be true or false")
         config.native_only = table["native-only"]
-    for key in ("include-tags", "exclude-tags", "skip"):
+    for key in ("include-tags", "exclude-tags", "skip", "force-include"):
         if key in table:
             value = table[key]
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -58,3 +59,18 @@ def load_config(tree: Tree) -> Config:
         exc.problem.message += "; [tool.envtag] not read"
         return Config(problems=[exc.problem])
     return parse_config(data)
+
+
+def load_folder_config(folder: str) -> Config:
+    """The config of a folder's pyproject.toml, read before the walk (so skipped paths are never walked).
+    A pyproject.toml that links out of the folder is refused (ConfigError), never read."""
+    try:
+        data = read_inside(folder, "pyproject.toml", MAX_READ)
+    except OutsideFile as exc:
+        raise ConfigError(f"{exc}; [tool.envtag] not read") from None
+    except FileTooLarge as exc:
+        return Config(problems=[Problem("pyproject.toml", f"{exc.size} bytes is larger than the {exc.cap} byte "
+                                                          "cap; [tool.envtag] not read")])
+    if data is None:
+        return Config()
+    return load_config(MemoryTree({"pyproject.toml": data}, name=folder))

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
-from .config import Config, load_config
+from .config import Config, load_config, load_folder_config
 from .model import Detection, FrameworkReport, NearMiss, Problem, Report, RootReport, Task, unique
 from .plugins import Registry, get_registry
 from .tree import LocalTree, Tree, TreeError
-
-if TYPE_CHECKING:
-    pass
 
 SAMPLE = 3
 
@@ -46,8 +42,11 @@ def detect(source: str | os.PathLike | Tree, *, native_only: bool | None = None,
     elif rev is None and not _is_url(os.fspath(source)):
         # a folder: read [tool.envtag] first, so that skipped paths are never walked
         if config is None:
-            config = load_config(LocalTree(source, only=["pyproject.toml"]))
-        tree = LocalTree(source, skip=config.skip)
+            if not os.path.isdir(source):
+                raise TreeError(f"{os.fspath(source)}: not a folder" if os.path.exists(source)
+                                else f"{os.fspath(source)}: no such folder")
+            config = load_folder_config(os.fspath(source))
+        tree = LocalTree(source, skip=config.skip, force_include=config.force_include)
     else:
         tree = open_tree(source, rev=rev)
     if config is None:
@@ -63,6 +62,7 @@ def detect(source: str | os.PathLike | Tree, *, native_only: bool | None = None,
 
 
 def run_detectors(tree: Tree, registry: Registry) -> tuple[dict[str, Detection], list[Problem]]:
+    """Each layout's Detection; a detector that raises or returns junk is a Problem (undecided) instead."""
     detections: dict[str, Detection] = {}
     problems: list[Problem] = []
     for name, layout in registry.layouts.items():
@@ -73,11 +73,11 @@ def run_detectors(tree: Tree, registry: Registry) -> tuple[dict[str, Detection],
             raise  # the source itself failed (a Hub read that kept failing): no verdict can be trusted
         except Exception as exc:  # a plugin's detector must not take the tool down
             problems.append(Problem(".", f"detector {name!r} (plugin {plugin!r}) raised "
-                                         f"{type(exc).__name__}: {exc}; skipped", layout=name))
+                                         f"{type(exc).__name__}: {exc}; skipped", layout=name, undecided=True))
             continue
         if not isinstance(result, Detection):
             problems.append(Problem(".", f"detector {name!r} (plugin {plugin!r}) returned {type(result).__name__}, "
-                                         "not a Detection; skipped", layout=name))
+                                         "not a Detection; skipped", layout=name, undecided=True))
             continue
         detections[name] = result
     return detections, problems
@@ -89,9 +89,12 @@ def judge(tree: Tree, registry: Registry, *, native_only: bool, config: Config) 
     source = tree.name
     # an excluded framework's tag is the user's business: never added, and never pruned either
     known = [tag for tag in registry.known_tags if tag not in config.exclude_tags]
-    report = Report(source=source, native_only=native_only, known_tags=known)
+    report = Report(source=source, native_only=native_only, known_tags=known, left_out=list(tree.left_out))
     for path in getattr(tree, "unreadable", []):
-        problems.append(Problem(path, "cannot be read (permission denied or an unusable name); skipped"))
+        problems.append(Problem(path, "cannot be read (permission denied or an unusable name); skipped",
+                                undecided=True))
+    for note in tree.notes:
+        problems.append(Problem(".", note))
     excluded = set(config.exclude_tags)
     loads: dict[str, list[tuple[RootReport, bool]]] = {tag: [] for tag in registry.frameworks}
     for layout_name, detection in detections.items():
@@ -149,7 +152,32 @@ def judge(tree: Tree, registry: Registry, *, native_only: bool, config: Config) 
             report.frameworks.append(FrameworkReport(tag=tag, native=False, roots=[], tasks=0))
     report.roots.sort(key=lambda r: (r.path, r.layout))
     report.problems = sorted(problems, key=lambda p: (p.path, p.line or 0, p.message))
+    report.undecided = _undecided(registry, report.problems)
     return report
+
+
+def _undecided(registry: Registry, problems: list[Problem]) -> dict[str, str]:
+    """tag -> why its verdict is incomplete: a problem that left a file (or a whole detector) unjudged
+    bears on every framework that reads that layout; one without a layout bears on all of them."""
+    blocked: dict[str, str] = {}
+    everything: str | None = None
+    for problem in problems:
+        if problem.undecided:
+            why = f"{problem.path}{f':{problem.line}' if problem.line else ''} could not be judged ({problem.message})"
+            if problem.layout is None:
+                everything = everything or why
+            else:
+                blocked.setdefault(problem.layout, why)
+    undecided = {}
+    for tag, framework in registry.frameworks.items():
+        if everything is not None:
+            undecided[tag] = everything
+            continue
+        for layout in (*framework.native, *framework.readers):
+            if layout in blocked:
+                undecided[tag] = blocked[layout]
+                break
+    return undecided
 
 
 def _refusals(check, tasks: list[Task], everything: list[Task], tag: str,

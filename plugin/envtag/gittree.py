@@ -244,6 +244,30 @@ class GitTree(Tree):
         if links:
             self._links = self._resolve_links(links)
             files.update(self._links)
+        self._apply_file_set(hidden, links)
+
+    def _apply_file_set(self, hidden: set[str], links: list[str]) -> None:
+        """The file set's other rules (fileset.py): environments, caches, credential files, and links
+        whose target is left out; the dot-directories hidden above are reported as left out too."""
+        from .fileset import HIDDEN, LINK, filter_folders, filter_listing
+
+        kept, self.left_out = filter_listing(self._files)
+        dot_dirs = set()
+        for path in hidden:
+            parts = path.split("/")
+            for depth, part in enumerate(parts[:-1]):
+                if part.startswith("."):
+                    dot_dirs.add("/".join(parts[: depth + 1]) + "/")
+                    break
+        self.left_out = sorted([*self.left_out, *((folder, HIDDEN) for folder in dot_dirs)])
+        if len(kept) != len(self._files):
+            self._files = kept
+            self._dirs = filter_folders(self._dirs, self.left_out) | {"."}
+        for link, target in list(self._links.items()):
+            if target not in kept:
+                self._files.discard(link)
+                del self._links[link]
+        self.left_out = sorted([*self.left_out, *((link, LINK) for link in links if link not in self._links)])
 
     def named(self, name: str) -> list[str]:
         """Every file whose base name is ``name``, sorted: one pass over the listing per name asked for."""

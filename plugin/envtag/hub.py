@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .card import read_card
+from .card import CARD_CAP, CardError, decode_card, read_card
+from .config import load_folder_config
 from .engine import detect
 from .hubclient import Client, HubError
 from .hubtree import HubTree, parse_hub_url
 from .model import Report
 from .tagging import CardPlan, plan_card, read_tree_card
-from .tree import LocalTree
+from .tree import LocalTree, Tree, TreeError
 
 if TYPE_CHECKING:
     from huggingface_hub import CommitOperationAdd
@@ -29,12 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["HubError", "PushResult", "TagResult", "card_operation", "push_to_hub", "tag_hub_repo"]
 
 CARD = "README.md"
-CARD_CAP = 16 * 1024 * 1024
-SKIP_DIRS = {"__pycache__", "node_modules"}
-# local secrets and repository metadata, never published (.git is a file in worktrees and submodules)
-SKIP_FILES = {".DS_Store", ".git", ".netrc", ".npmrc", ".pypirc", ".pgpass"}
-SKIP_PREFIXES = (".env",)  # .env, .env.local, .envrc
-SKIP_SUFFIXES = (".pyc", ".pyo")
 DEFAULT_MESSAGE = "Upload taskset with envtag"
 TAG_MESSAGE = "Tag the dataset card with envtag"
 
@@ -55,6 +50,7 @@ class PushResult:
     created_repo: bool = False
     dry_run: bool = False
     repo_exists: bool = True  # False on a dry run against a repo that push would create
+    left_out: list[tuple[str, str]] = field(default_factory=list)  # (path, why) the file set leaves out
 
     @property
     def committed(self) -> bool:
@@ -99,57 +95,88 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _is_environment(folder: str) -> bool:
-    """A virtualenv (venv, virtualenv, uv) or a conda environment: never part of a taskset."""
-    return (os.path.isfile(os.path.join(folder, "pyvenv.cfg"))
-            or os.path.isdir(os.path.join(folder, "conda-meta"))
-            or os.path.isfile(os.path.join(folder, "bin", "activate"))
-            or os.path.isfile(os.path.join(folder, "Scripts", "activate.bat")))
-
-
 def upload_files(folder: str | os.PathLike) -> list[str]:
-    """The folder's files to upload, repo-relative POSIX paths.
-
-    Left out: dot-directories (.git, .venv, .cache, tool caches), virtualenvs and conda environments under
-    any name, ``__pycache__``, ``node_modules``, bytecode, ``.DS_Store``, ``.env``, symlinks that leave the
-    folder or dangle, and names the Hub cannot hold (line breaks).
-    """
-    real = os.path.realpath(folder)
-    found = []
-    for current, dirs, files in os.walk(real):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS
-                         and not os.path.islink(os.path.join(current, d))
-                         and not _is_environment(os.path.join(current, d)))
-        for name in sorted(files):
-            if (name.endswith(SKIP_SUFFIXES) or name in SKIP_FILES or name.startswith(SKIP_PREFIXES)
-                    or "\n" in name or "\r" in name):
-                continue
-            full = os.path.join(current, name)
-            if os.path.islink(full):
-                target = os.path.realpath(full)
-                if not target.startswith(real + os.sep) or not os.path.isfile(target):
-                    continue
-            elif not os.path.isfile(full):
-                continue  # sockets, fifos
-            found.append(os.path.relpath(full, real).replace(os.sep, "/"))
-    return found
+    """The folder's files ``push`` uploads, repo-relative POSIX paths, sorted: the file set of fileset.py
+    (what detection sees too), without the ``[tool.envtag] skip`` narrowing that applies to detection only."""
+    config = load_folder_config(os.fspath(folder))
+    return sorted(LocalTree(folder, force_include=config.force_include).files())
 
 
-class UploadTree(LocalTree):
-    """Exactly the files ``push`` uploads, as a Tree: what is detected is what lands on the Hub."""
+def summarise_left_out(left_out: list[tuple[str, str]], first: int = 3) -> list[str]:
+    """One line per reason: how many paths the file set left out and the first few of them."""
+    by_reason: dict[str, list[str]] = {}
+    for path, reason in left_out:
+        by_reason.setdefault(reason, []).append(path)
+    lines = []
+    for reason, paths in by_reason.items():
+        shown = ", ".join(_printable(p) for p in paths[:first]) + (", ..." if len(paths) > first else "")
+        lines.append(f"{len(paths)} {reason}: {shown}")
+    return lines
 
-    def _walk(self) -> None:
-        # kept apart from the listing: [tool.envtag] skip narrows detection, never the upload
-        self.upload = upload_files(self.root)
-        for rel in self.upload:
-            self._files.add(rel)
-            parts = rel.split("/")
-            for i in range(1, len(parts)):
-                self._dirs.add("/".join(parts[:i]))
-        self._by_name = None
 
-    def holds_files(self, folder: str) -> bool:
-        return True  # its folders are the parents of uploaded files: none is empty
+def _printable(path: str) -> str:
+    return path.encode("utf-8", "backslashreplace").decode("utf-8").replace("\n", "\\n").replace("\r", "\\r")
+
+
+class _UploadSet:
+    """What one push sends: the files of the folder (LocalTree) or of a committed git revision (GitTree,
+    exported to a temporary folder so huggingface_hub can stream and hash them), with what was left out."""
+
+    def __init__(self, folder: str, rev: str | None):
+        from . import fileset
+
+        self._temp = None
+        if rev is None:
+            self.config = load_folder_config(folder)
+            self.tree: Tree = LocalTree(folder, force_include=self.config.force_include)
+        else:
+            from .config import load_config
+            from .engine import open_tree
+
+            self.tree = open_tree(folder, rev=rev)
+            self.config = load_config(self.tree)
+        self.files = sorted(self.tree.files())
+        self.left_out = list(self.tree.left_out)
+        bad = [p for p, reason in self.left_out if reason == fileset.BAD_NAME]
+        if bad:
+            shown = ", ".join(_printable(p) for p in bad[:5])
+            raise TreeError(f"{folder}: {len(bad)} file name(s) the Hub cannot hold (a line break, or bytes that "
+                            f"are not UTF-8): {shown}; rename them first; nothing was sent")
+        if rev is not None:
+            self._export()
+
+    def _export(self) -> None:
+        import tempfile
+
+        self._temp = tempfile.TemporaryDirectory(prefix="envtag-push-")
+        for rel in self.files:
+            target = Path(self._temp.name, *rel.split("/"))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with self.tree.open(rel) as source, open(target, "wb") as out:
+                while chunk := source.read(1 << 20):
+                    out.write(chunk)
+
+    def local_path(self, rel: str) -> Path:
+        if self._temp is not None:
+            return Path(self._temp.name, *rel.split("/"))
+        return Path(self.tree.local_path(rel))  # a link's target, resolved when the folder was listed
+
+    def card_text(self) -> str | None:
+        if CARD not in self.files:
+            if any(path == CARD for path, _ in self.left_out):
+                reason = dict(self.left_out)[CARD]
+                raise CardError(f"left out of the upload ({reason}); not read", path=CARD)
+            return None
+        if self._temp is None:
+            return read_card(self.local_path(CARD))
+        return read_tree_card(self.tree, CARD)
+
+    def close(self) -> None:
+        if self._temp is not None:
+            self._temp.cleanup()
+        close = getattr(self.tree, "close", None)
+        if close is not None:
+            close()
 
 
 def _remote_files(client: Client, repo_id: str, repo_type: str,
@@ -166,13 +193,7 @@ def _remote_card(client: Client, repo_id: str, repo_type: str, sha: str) -> str 
         return None
     if len(data) > CARD_CAP:
         raise HubError(f"{repo_id}: {CARD} is larger than {CARD_CAP} bytes; not edited")
-    from .card import CardError
-
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CardError("not UTF-8", line=data.count(b"\n", 0, exc.start) + 1,
-                        path=f"hf://{repo_id}/{CARD}") from None
+    return decode_card(data, f"hf://{repo_id}/{CARD}")
 
 
 def _blob_sha(data: bytes) -> str:
@@ -182,21 +203,34 @@ def _blob_sha(data: bytes) -> str:
 def push_to_hub(folder: str | os.PathLike, repo_id: str, *, repo_type: str = "dataset",
                 revision: str | None = None, create_pr: bool = False, private: bool = False,
                 commit_message: str | None = None, native_only: bool | None = None, dry_run: bool = False,
-                token: str | None = None, endpoint: str | None = None) -> PushResult:
+                token: str | None = None, endpoint: str | None = None, rev: str | None = None) -> PushResult:
     """Upload a folder's files and its tagged card in one commit (or one pull request).
 
-    The card is the folder's README.md, else the repo's current one, else a new YAML-only card.
-    The local folder is never modified. Unchanged files are not sent; nothing changed, no commit.
-    The commit's ``parent_commit`` is the head envtag compared against, so a concurrent change makes it
-    fail (HubError, nothing written) instead of being overwritten.
+    The files are the folder's file set (fileset.py: what detection judges), or with ``rev`` exactly the
+    committed git tree of that revision, read from git objects. The card is the upload's README.md, else
+    the repo's current one, else a new YAML-only card. The local folder is never modified. Unchanged files
+    are not sent; nothing changed, no commit. The commit's ``parent_commit`` is the head envtag compared
+    against, so a concurrent change makes it fail (HubError, nothing written) instead of being overwritten.
+    ``revision`` is the Hub branch to commit to; ``rev`` the local git revision to publish.
     """
+    if not os.path.isdir(folder):
+        raise TreeError(f"{os.fspath(folder)}: not a folder")
+    upload = _UploadSet(os.fspath(folder), rev)
+    try:
+        return _push(upload, repo_id, repo_type=repo_type, revision=revision, create_pr=create_pr,
+                     private=private, commit_message=commit_message, native_only=native_only, dry_run=dry_run,
+                     token=token, endpoint=endpoint)
+    finally:
+        upload.close()
+
+
+def _push(upload: _UploadSet, repo_id: str, *, repo_type: str, revision: str | None, create_pr: bool,
+          private: bool, commit_message: str | None, native_only: bool | None, dry_run: bool, token: str | None,
+          endpoint: str | None) -> PushResult:
     from huggingface_hub import CommitOperationAdd
 
-    root = Path(folder)
-    if not root.is_dir():
-        raise HubError(f"{folder}: not a folder")
-    tree = UploadTree(root)
-    report = detect(tree, native_only=native_only)
+    local_card = upload.card_text()  # before detection narrows the tree by [tool.envtag] skip
+    report = detect(upload.tree, native_only=native_only, config=upload.config)
     client = Client(token=_token(token), endpoint=endpoint)
     exists = client.repo_exists(repo_id, repo_type)
     created = False
@@ -217,7 +251,6 @@ def push_to_hub(folder: str | os.PathLike, repo_id: str, *, repo_type: str = "da
     if exists or created:
         sha = client.head_sha(repo_id, repo_type, revision)
         remote = _remote_files(client, repo_id, repo_type, sha)
-    local_card = read_card(root / CARD) if tree.is_file(CARD) else None
     base = local_card
     if base is None and sha is not None and CARD in remote:
         base = _remote_card(client, repo_id, repo_type, sha)
@@ -225,10 +258,10 @@ def push_to_hub(folder: str | os.PathLike, repo_id: str, *, repo_type: str = "da
     operations = []
     changed: list[str] = []
     unchanged = 0
-    for rel in tree.upload:
+    for rel in upload.files:
         if rel == CARD:
             continue
-        full = root / rel
+        full = upload.local_path(rel)
         known = remote.get(rel)
         # an LFS file is known by its sha256, a regular one by its git blob id: hash each file once
         if known and (known[1] == _sha256(full) if known[1] else known[0] == _git_blob_sha(full)):
@@ -246,7 +279,7 @@ def push_to_hub(folder: str | os.PathLike, repo_id: str, *, repo_type: str = "da
             unchanged += 1
     result = PushResult(repo_id=repo_id, repo_type=repo_type, report=report, plan=plan, files=changed,
                         unchanged=unchanged, parent_commit=sha, created_repo=created, dry_run=dry_run,
-                        repo_exists=exists or created)
+                        repo_exists=exists or created, left_out=upload.left_out)
     if dry_run or not operations:
         return result
     info = client.commit(
@@ -340,13 +373,18 @@ def push_command(args) -> int:
 
     result = push_to_hub(args.folder, args.repo_id, repo_type=args.repo_type, revision=args.revision,
                          create_pr=args.create_pr, private=args.private, commit_message=args.commit_message,
-                         native_only=args.native_only, dry_run=args.dry_run)
+                         native_only=args.native_only, dry_run=args.dry_run, rev=args.rev)
     if args.json:
         print(json.dumps({**result.report.to_json(), "repo_id": result.repo_id, "files": result.files,
                           "unchanged": result.unchanged, "commit_url": result.commit_url,
-                          "pr_url": result.pr_url, "dry_run": result.dry_run}, indent=2))
+                          "pr_url": result.pr_url, "dry_run": result.dry_run,
+                          "left_out": [{"path": p, "reason": r} for p, r in result.left_out]}, indent=2))
         return 0
     _say(human(result.report))
+    if result.left_out:
+        _say(f"\nLeft out of the upload ({len(result.left_out)} path(s)):")
+        for line in summarise_left_out(result.left_out):
+            _say(f"  {line}")
     target = f"{result.repo_type} {result.repo_id}"
     if args.dry_run:
         if not result.repo_exists:
@@ -383,7 +421,7 @@ def tag_hub_command(source: str, *, check: bool, prune: bool, create_pr: bool, n
     plan = result.plan
     if as_json:
         print(json.dumps({**result.report.to_json(), "missing": plan.missing, "stale": plan.stale,
-                          "changed": result.changed, "commit_url": result.commit_url,
+                          "held": plan.held, "changed": result.changed, "commit_url": result.commit_url,
                           "pr_url": result.pr_url}, indent=2))
     else:
         _say(human(result.report))
@@ -402,6 +440,8 @@ def tag_hub_command(source: str, *, check: bool, prune: bool, create_pr: bool, n
             _say(f"{where}: committed: {result.commit_url}")
         if plan.stale and not prune:
             _say(f"{where}: stale tags {', '.join(plan.stale)} (no longer detected); --prune removes them")
+        for tag, why in plan.held.items():
+            _say(f"{where}: stale tag {tag} kept although --prune: {why}")
     return 1 if check and result.changed else 0
 
 

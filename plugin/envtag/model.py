@@ -21,6 +21,9 @@ class Problem:
     line: int | None = None
     layout: str | None = None
     framework: str | None = None
+    # True when the file could not be judged at all (a safety limit: size, nesting, YAML aliases; a failed
+    # read): the layout's verdict is then incomplete, and --prune keeps the tags that depend on it
+    undecided: bool = False
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"path": self.path, "message": self.message}
@@ -30,6 +33,8 @@ class Problem:
             data["layout"] = self.layout
         if self.framework:
             data["framework"] = self.framework
+        if self.undecided:
+            data["undecided"] = True
         return data
 
 
@@ -156,6 +161,10 @@ class Report:
     problems: list[Problem] = field(default_factory=list)
     native_only: bool = False
     known_tags: list[str] = field(default_factory=list)
+    # framework tag -> why its verdict is incomplete (a detector that raised, a file past a safety limit,
+    # paths that could not be read): such a tag is never pruned
+    undecided: dict[str, str] = field(default_factory=dict)
+    left_out: list[tuple[str, str]] = field(default_factory=list)  # (path, why) the file set leaves out
 
     @property
     def tags(self) -> list[str]:
@@ -174,6 +183,8 @@ class Report:
             "roots": [r.to_json() for r in self.roots],
             "problems": [p.to_json() for p in self.problems],
             "native_only": self.native_only,
+            "undecided": self.undecided,
+            "left_out": [{"path": path, "reason": reason} for path, reason in self.left_out],
         }
 
 

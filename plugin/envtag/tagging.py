@@ -6,12 +6,10 @@ import difflib
 import os
 from dataclasses import dataclass, field
 
-from .card import CardError, apply_tags, card_changes, new_card, read_card, write_card
+from .card import CARD_CAP, CardError, apply_tags, card_changes, decode_card, new_card, read_card, write_card
 from .engine import detect, open_tree
 from .model import Report
 from .tree import FileTooLarge, Tree
-
-CARD_CAP = 16 * 1024 * 1024  # a card past this is refused, not read
 
 
 @dataclass
@@ -24,6 +22,12 @@ class CardPlan:
     stale: list[str] = field(default_factory=list)
     path: str = "README.md"
     prune: bool = False  # whether the edit removes the stale tags (else they are only reported)
+    held: dict[str, str] = field(default_factory=dict)  # stale tags --prune keeps: verdict incomplete (why)
+
+    @property
+    def removed(self) -> list[str]:
+        """The stale tags this edit removes."""
+        return [tag for tag in self.stale if tag not in self.held] if self.prune else []
 
     @property
     def changed(self) -> bool:
@@ -34,8 +38,8 @@ class CardPlan:
         changes = []
         if self.missing:
             changes.append("add " + ", ".join(self.missing))
-        if self.prune and self.stale:
-            changes.append("remove " + ", ".join(self.stale))
+        if self.removed:
+            changes.append("remove " + ", ".join(self.removed))
         return "; ".join(changes) or "update"
 
     def diff(self) -> str:
@@ -47,7 +51,11 @@ class CardPlan:
 def plan_card(before: str | None, report: Report, *, prune: bool = False, path: str = "README.md") -> CardPlan:
     """The card edit for a report; no edit at all when nothing was detected."""
     tags = report.tags
-    known = ["rl-environment", *report.known_tags] if prune else report.known_tags
+    every = ["rl-environment", *report.known_tags] if prune else report.known_tags
+    # --prune acts on a complete verdict only: a tag whose detection could not finish is kept
+    known = [tag for tag in every if tag not in report.undecided]
+    if report.undecided:
+        known = [tag for tag in known if tag != "rl-environment"]
     if before is None:
         if not tags:
             return CardPlan(before=None, after="", path=path)
@@ -55,9 +63,15 @@ def plan_card(before: str | None, report: Report, *, prune: bool = False, path: 
     if not tags:
         _, stale = card_changes(before, [], prune=True, known=report.known_tags, path=path)
         return CardPlan(before=before, after=before, stale=stale, path=path)
-    missing, stale = card_changes(before, tags, prune=True, known=known, path=path)
+    missing, stale = card_changes(before, tags, prune=True, known=every, path=path)
     after = apply_tags(before, tags, prune=prune, known=known, path=path)
-    return CardPlan(before=before, after=after, missing=missing, stale=stale, path=path, prune=prune)
+    held = {tag: report.undecided.get(_bare(tag), "the verdict is incomplete")
+            for tag in stale if _bare(tag) not in known} if prune else {}
+    return CardPlan(before=before, after=after, missing=missing, stale=stale, path=path, prune=prune, held=held)
+
+
+def _bare(tag: str) -> str:
+    return tag.removeprefix("library:")
 
 
 def plan_folder(folder: str | os.PathLike, *, native_only: bool | None = None, prune: bool = False,
@@ -65,8 +79,8 @@ def plan_folder(folder: str | os.PathLike, *, native_only: bool | None = None, p
     """Detect on a folder (or a git revision of it) and plan the edit of its README.md."""
     card_path = os.path.join(os.fspath(folder), "README.md")
     if rev is None:
+        before = read_card(card_path)  # first: a card envtag refuses to read stops it before the walk
         report = detect(folder, native_only=native_only)
-        before = read_card(card_path)
     else:  # the card as committed at that revision, like every other file
         tree = open_tree(folder, rev=rev)
         report = detect(tree, native_only=native_only)
@@ -82,15 +96,12 @@ def read_tree_card(tree: Tree, label: str) -> str | None:
         data = tree.read("README.md", cap=CARD_CAP)
     except FileTooLarge as exc:
         raise CardError(f"larger than {exc.cap} bytes; not edited", path=label) from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CardError("not UTF-8", line=data.count(b"\n", 0, exc.start) + 1, path=label) from None
+    return decode_card(data, label)
 
 
 def write_plan(plan: CardPlan) -> bool:
     """Write the planned card atomically; False when there was nothing to write."""
     if not plan.changed or not plan.after:
         return False
-    write_card(plan.path, plan.after)
+    write_card(plan.path, plan.after, expected=plan.before)
     return True

@@ -62,6 +62,8 @@ class Tree:
         self._by_name: dict[str, list[str]] | None = None
         self.bytes_read = 0
         self.reads = 0
+        self.left_out: list[tuple[str, str]] = []  # (path, why) the file set leaves out; folders end with "/"
+        self.notes: list[str] = []  # what the source could not apply (git's ignore rules without git...)
 
     # -- listing -----------------------------------------------------------------------------
     def skipped(self, path: str) -> bool:
@@ -154,74 +156,203 @@ class Tree:
         """Called in a forked child before it reads: let go of what the parent process owns."""
 
 
+class MemoryTree(Tree):
+    """Files held in memory (path -> bytes): a single config file read before the walk, tests, plugins'
+    tests. The file set's rules apply to the paths as to any listing."""
+
+    def __init__(self, files: dict[str, bytes], name: str = "<memory>", skip: Iterable[str] = ()):
+        from .fileset import filter_listing
+
+        super().__init__(name, skip)
+        kept, self.left_out = filter_listing(p for p in files if not (self.skip and self.skipped(p)))
+        self._data = {p: files[p] for p in kept}
+        self._files = set(kept)
+        for path in kept:
+            folder = parent(path)
+            while folder != "." and folder not in self._dirs:
+                self._dirs.add(folder)
+                folder = parent(folder)
+
+    def size(self, path: str) -> int:
+        return len(self._data[path])
+
+    def _read(self, path: str, limit: int) -> bytes:
+        return self._data[path][:limit]
+
+
+class OutsideFile(TreeError):
+    """A file envtag must read (the card, the config) links out of the folder or is not a regular file."""
+
+
+def read_inside(folder: str | os.PathLike, name: str, cap: int) -> bytes | None:
+    """A top-level file of ``folder`` (``pyproject.toml``), read before any walk: None when absent;
+    OutsideFile when it links out of the folder, into a part of it the file set leaves out (a credential
+    file, a dot-directory), or is not a regular file; FileTooLarge past ``cap``."""
+    from .fileset import filter_listing
+
+    root = os.path.realpath(folder)
+    full = os.path.join(root, name)
+    if not os.path.lexists(full):
+        return None
+    target = os.path.realpath(full)
+    if not target.startswith(root + os.sep):
+        raise OutsideFile(f"{name} is a link to {target}, outside {folder}; not read")
+    rel = target[len(root) + 1:].replace(os.sep, "/")
+    _, left_out = filter_listing([rel])
+    if left_out:
+        raise OutsideFile(f"{name} is a link to {rel}, which envtag never reads ({left_out[0][1]})")
+    try:
+        fd = open_regular(target, name)
+    except OSError as exc:
+        raise OutsideFile(f"{name}: cannot read: {exc.strerror or exc}") from None
+    try:
+        data = read_fd(fd, cap + 1)
+    finally:
+        os.close(fd)
+    if len(data) > cap:
+        raise FileTooLarge(name, len(data), cap)
+    return data
+
+
 class LocalTree(Tree):
-    """A folder on disk. Skips dot-directories, never follows a symlink to a directory, and
-    follows a symlink to a file only when its target stays inside the folder."""
+    """A folder on disk, as the file set (fileset.py) defines it: what ``push`` would upload.
+
+    Links are followed only to a regular file that is itself in the set (never to a folder, never out of
+    the folder); reads open that file, never a FIFO or device, and are capped. ``left_out`` lists what the
+    set leaves out and why (push reports it); ``skip`` narrows detection only.
+    """
 
     fork_safe = True  # plain file reads
 
-    def __init__(self, root: str | os.PathLike, skip: Iterable[str] = (), *, only: Iterable[str] | None = None):
+    def __init__(self, root: str | os.PathLike, skip: Iterable[str] = (), *, force_include: Iterable[str] = (),
+                 git_rules: bool = True):
         root = os.fspath(root)
         if not os.path.isdir(root):
-            raise TreeError(f"{root}: not a folder")
+            raise TreeError(f"{root}: not a folder" if os.path.exists(root) else f"{root}: no such folder")
         super().__init__(root, skip)
         self.root = os.path.realpath(root)
         self.unreadable: list[str] = []
+        self.left_out: list[tuple[str, str]] = []  # (path, reason); a folder ends with "/"
+        self.links: dict[str, str] = {}  # a link in the set -> the file it ends at (repo-relative)
         self._content_dirs: set[str] = set()  # folders holding more than folders (see holds_files)
-        if only is None:
-            self._walk()
-        else:  # just these top-level files, no walk (reading the repo's config before the walk)
-            self._files = {name for name in only if os.path.isfile(os.path.join(self.root, name))}
+        from .fileset import ForceInclude, GitIgnored
+
+        self.ignored = GitIgnored(self.root) if git_rules else None
+        self.notes: list[str] = [self.ignored.error] if self.ignored is not None and self.ignored.error else []
+        self._force = ForceInclude(force_include)
+        self._walk()
 
     def _walk(self) -> None:
-        files, dirs = self._files, self._dirs
+        from . import fileset
+
+        files, dirs, left_out, unreadable = self._files, self._dirs, self.left_out, self.unreadable
         by_name: dict[str, list[str]] = {}
         self._by_name = by_name
-        stack = [(self.root, "")]
-        root_prefix = self.root + os.sep
+        ignored = self.ignored.paths if self.ignored is not None and self.ignored.active else frozenset()
+        force, skip = self._force, (self.skipped if self.skip else None)
+        file_verdicts: dict[str, str | None] = {}  # base name -> why left out (names repeat: task.toml...)
+        folder_sensitive = {name for _, name in fileset.SECRET_IN_FOLDER}
+        links: list[tuple[str, str]] = []
+        stack = [(self.root, "", False)]
         content = self._content_dirs
         while stack:
-            folder, rel = stack.pop()
+            folder, rel, in_ignored = stack.pop()
             try:
-                entries = os.scandir(folder)
+                with os.scandir(folder) as scan:
+                    entries = list(scan)
             except OSError:
-                self.unreadable.append(rel or ".")
+                unreadable.append(rel or ".")
                 continue
-            seen = walked = 0
-            with entries:
-                for entry in entries:
-                    seen += 1
-                    name = entry.name
-                    path = f"{rel}/{name}" if rel else name
-                    if "\n" in name or "\r" in name:
-                        self.unreadable.append(path)
-                        continue
-                    try:  # d_type answers these without a stat; regular files first, the common case
-                        if entry.is_file(follow_symlinks=False):
-                            if self.skip and self.skipped(path):
-                                continue
-                            files.add(path)
-                            by_name.setdefault(name, []).append(path)
-                        elif entry.is_dir(follow_symlinks=False):
-                            if name.startswith(".") or (self.skip and self.skipped(path)):
-                                continue
-                            dirs.add(path)
-                            stack.append((entry.path, path))
-                            walked += 1
-                        elif entry.is_symlink():
-                            target = os.path.realpath(entry.path)
-                            if not target.startswith(root_prefix) or not os.path.isfile(target):
-                                continue  # out of the tree, a directory, or dangling
-                            if self.skip and self.skipped(path):
-                                continue
-                            files.add(path)
-                            by_name.setdefault(name, []).append(path)
-                    except OSError:
-                        self.unreadable.append(path)
-            if seen > walked:  # something besides folders to walk: a file, a link, a dot-folder...
+            folder_name = rel.rpartition("/")[2]
+            here_files: list[tuple[str, str]] = []
+            here_dirs: list[tuple[str, str, bool]] = []
+            here_links: list[tuple[str, str]] = []
+            here_out: list[tuple[str, str]] = []
+            environment = False
+            for entry in entries:
+                name = entry.name
+                path = f"{rel}/{name}" if rel else name
+                try:  # d_type answers these without a stat; regular files first, the common case
+                    if entry.is_file(follow_symlinks=False):
+                        if name == fileset.ENV_FILE_MARKER:
+                            environment = True
+                        reason = file_verdicts.get(name, _UNSEEN)
+                        if reason is _UNSEEN:
+                            reason = fileset.file_reason(name)
+                            if name.lower() not in folder_sensitive:
+                                file_verdicts[name] = reason
+                            elif reason is None:
+                                reason = fileset.file_reason(name, folder_name)
+                        if reason is None and (in_ignored or path in ignored) and not force.file(path):
+                            reason = fileset.IGNORED
+                        if reason is not None:
+                            here_out.append((path, reason))
+                        elif skip is None or not skip(path):
+                            here_files.append((path, name))
+                    elif entry.is_dir(follow_symlinks=False):
+                        if name == fileset.ENV_DIR_MARKER:
+                            environment = True
+                        reason = fileset.dir_reason(name)
+                        now_ignored = in_ignored or path + "/" in ignored
+                        if reason is None and now_ignored and not force.may_hold(path):
+                            reason = fileset.IGNORED
+                        if reason is not None:
+                            here_out.append((path + "/", reason))
+                        elif skip is None or not skip(path):
+                            here_dirs.append((entry.path, path, now_ignored))
+                    elif entry.is_symlink():
+                        here_links.append((path, entry.path))
+                    else:
+                        here_out.append((path, fileset.SPECIAL))
+                except OSError:
+                    unreadable.append(path)
+            if environment and rel:
+                dirs.discard(rel)
+                left_out.append((rel + "/", fileset.ENVIRONMENT))
+                continue
+            for path, name in here_files:
+                files.add(path)
+                by_name.setdefault(name, []).append(path)
+            for full, path, now_ignored in here_dirs:
+                dirs.add(path)
+                stack.append((full, path, now_ignored))
+            for path, full in here_links:
+                reason = fileset.file_reason(path.rpartition("/")[2], folder_name)
+                if reason is None and (in_ignored or path in ignored) and not force.file(path):
+                    reason = fileset.IGNORED
+                if reason is not None:
+                    here_out.append((path, reason))
+                elif skip is None or not skip(path):
+                    links.append((path, full))
+            for path, reason in here_out:
+                if reason == fileset.BAD_NAME:
+                    unreadable.append(path.rstrip("/"))
+            left_out.extend(here_out)
+            if len(entries) > len(here_dirs):  # something besides folders to walk: a file, a link...
                 content.add(rel or ".")
+        self._resolve_links(links, by_name)
         for paths in by_name.values():
             paths.sort()
+        left_out.sort()
+
+    def _resolve_links(self, links: list[tuple[str, str]], by_name: dict[str, list[str]]) -> None:
+        """Keep a link when it ends at a regular file that is itself in the set: exclusions apply to the
+        target as well as to the name (``notes.txt -> .env`` is a credential file, not notes)."""
+        from . import fileset
+
+        if not links:
+            return
+        root_prefix = self.root + os.sep
+        regular = set(self._files)  # links are judged against real files only
+        for path, full in links:
+            target = os.path.realpath(full)
+            rel = target[len(root_prefix):].replace(os.sep, "/") if target.startswith(root_prefix) else None
+            if rel is None or rel not in regular:
+                self.left_out.append((path, fileset.LINK))
+                continue
+            self.links[path] = rel
+            self._files.add(path)
+            by_name.setdefault(path.rpartition("/")[2], []).append(path)
 
     def holds_files(self, folder: str) -> bool:
         if folder in self._content_dirs:
@@ -230,29 +361,78 @@ class LocalTree(Tree):
         return any(d.startswith(below) for d in self._content_dirs)  # only folders here: look deeper
 
     def local_path(self, path: str) -> str:
+        """Where the file's bytes are: the link's target for a link (resolved once, at listing time)."""
+        path = self.links.get(path, path)
         if os.sep == "/":
             return f"{self.root}/{path}"
         return os.path.join(self.root, *path.split("/"))
 
+    def _open(self, path: str) -> int:
+        """A descriptor on the file's bytes: only files of the set, never through a link, never a FIFO or
+        a device (O_NONBLOCK keeps a FIFO swapped in since the listing from blocking the open)."""
+        if path not in self._files:
+            raise FileNotFoundError(f"{path}: not a file of the taskset")
+        return open_regular(self.local_path(path), path)
+
     def size(self, path: str) -> int:
-        st = os.stat(self.local_path(path))
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(f"{path}: not a regular file")
-        return st.st_size
+        fd = self._open(path)
+        try:
+            return os.fstat(fd).st_size
+        finally:
+            os.close(fd)
 
     def _read(self, path: str, limit: int) -> bytes:
-        with open(self.local_path(path), "rb") as handle:
-            return handle.read(limit)
+        fd = self._open(path)
+        try:
+            return read_fd(fd, limit)
+        finally:
+            os.close(fd)
 
     def read(self, path: str, cap: int = MAX_READ) -> bytes:
         # one open + bounded read instead of stat + open: the hot path of a 100,000-task walk
-        with open(self.local_path(path), "rb") as handle:
-            data = handle.read(cap + 1)
-        if len(data) > cap:
-            raise FileTooLarge(path, self.size(path), cap)
+        fd = self._open(path)
+        try:
+            data = read_fd(fd, cap + 1)
+            if len(data) > cap:
+                raise FileTooLarge(path, os.fstat(fd).st_size, cap)
+        finally:
+            os.close(fd)
         self.reads += 1
         self.bytes_read += len(data)
         return data
 
     def open(self, path: str) -> BinaryIO:
-        return open(self.local_path(path), "rb")
+        return os.fdopen(self._open(path), "rb")
+
+
+_UNSEEN = object()
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+
+
+def open_regular(full: str, label: str) -> int:
+    """Open a regular file for reading without following a final link and without blocking on a FIFO;
+    OSError naming ``label`` for anything else."""
+    fd = os.open(full, _OPEN_FLAGS)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(f"{label}: not a regular file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_fd(fd: int, limit: int) -> bytes:
+    """Up to ``limit`` bytes from a descriptor (a file can be shorter than asked, or grow meanwhile)."""
+    chunks = []
+    left = limit
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 24))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)

@@ -1,0 +1,265 @@
+"""Which files are part of a taskset: one rule for detection (every Tree) and upload (``push``).
+
+What ``detect`` judges is what ``push`` uploads, so the rule lives here and nowhere else:
+
+- never a dot-directory (``.git``, ``.venv``, ``.cache``...), ``node_modules`` or ``__pycache__``;
+- never a virtualenv or conda environment, under any name: a folder holding ``pyvenv.cfg`` or ``conda-meta/``;
+- never a credential file, at any depth (``SECRET_NAMES`` and friends, below), nor a link to one;
+- never bytecode or ``.DS_Store``;
+- inside a git work tree, nothing git ignores (git's own rules: ``git ls-files --others --ignored
+  --exclude-standard``), except what ``[tool.envtag] force-include`` names;
+- a link only when it ends at a file that is itself in the set (never a folder, never outside the folder);
+- never a FIFO, socket or device, and never a name the Hub cannot hold (line breaks, bytes that are not UTF-8).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import subprocess
+from collections.abc import Iterable
+from itertools import compress, repeat
+from operator import itemgetter
+
+SKIP_DIRS = frozenset({"__pycache__", "node_modules"})
+ENV_FILE_MARKER = "pyvenv.cfg"  # venv, virtualenv >= 20, uv
+ENV_DIR_MARKER = "conda-meta"  # conda and mamba environments
+JUNK_NAMES = frozenset({".ds_store", ".git"})  # .git is a file in linked worktrees and submodules
+JUNK_SUFFIXES = (".pyc", ".pyo")
+
+# Credential files, matched on the lower-cased base name at any depth. Never uploaded, never read.
+SECRET_NAMES = frozenset({
+    ".netrc", "_netrc", ".npmrc", ".pypirc", ".pgpass", ".git-credentials", ".dockercfg", ".s3cfg",
+    ".boto", ".htpasswd", ".my.cnf", ".yarnrc", ".yarnrc.yml", ".terraformrc", ".vault-token",
+    "credentials.tfrc.json", "application_default_credentials.json",
+    "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk",
+})
+SECRET_PREFIXES = (".env",)  # .env, .env.local, .env.production, .envrc (and .env.example: a template)
+SECRET_SUFFIXES = ("_history", ".history")  # .bash_history, .zsh_history, .python_history, .history
+# (folder name, file name) pairs: a file that is a secret in that folder only
+SECRET_IN_FOLDER = frozenset({
+    ("huggingface", "token"), ("huggingface", "stored_tokens"),  # HF_HOME/token
+    ("docker", "config.json"), (".docker", "config.json"),
+    ("aws", "credentials"), (".aws", "credentials"),
+    ("gcloud", "credentials.db"), ("gcloud", "access_tokens.db"),
+})
+
+# reasons a path is left out, as push reports them
+SECRET = "credential file"
+IGNORED = "ignored by git"
+ENVIRONMENT = "virtualenv or conda environment"
+HIDDEN = "dot-directory"
+CACHE = "cache or dependency folder"
+JUNK = "bytecode or OS metadata"
+LINK = "link that leaves the folder, ends at a folder, or ends at a file left out"
+SPECIAL = "not a regular file (FIFO, socket, device)"
+BAD_NAME = "name the Hub cannot hold (line break or not UTF-8)"
+
+
+def is_secret(name: str, folder_name: str = "") -> bool:
+    """Whether a file of this base name (in a folder of that base name) is a credential file."""
+    lower = name.lower()
+    return (lower in SECRET_NAMES or lower.startswith(SECRET_PREFIXES) or lower.endswith(SECRET_SUFFIXES)
+            or (folder_name.lower(), lower) in SECRET_IN_FOLDER)
+
+
+def file_reason(name: str, folder_name: str = "") -> str | None:
+    """Why a file of this name is never in the set, or None."""
+    if is_secret(name, folder_name):
+        return SECRET
+    lower = name.lower()
+    if lower in JUNK_NAMES or lower.endswith(JUNK_SUFFIXES):
+        return JUNK
+    if not usable_name(name):
+        return BAD_NAME
+    return None
+
+
+def dir_reason(name: str) -> str | None:
+    """Why a folder of this name is never walked, or None (environments are told by their markers)."""
+    if not usable_name(name):
+        return BAD_NAME
+    if name.startswith("."):
+        return HIDDEN
+    if name in SKIP_DIRS:
+        return CACHE
+    return None
+
+
+def usable_name(name: str) -> bool:
+    """A name the Hub (and a git checkout) can hold: no line break, valid UTF-8 (os.fsdecode keeps
+    undecodable bytes as lone surrogates, which do not encode)."""
+    if "\n" in name or "\r" in name:
+        return False
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def filter_listing(paths: Iterable[str], folders: Iterable[str] = ()) -> tuple[set[str], list[tuple[str, str]]]:
+    """The rule applied to a listing of repo-relative file paths (a git revision, a Hub repo, memory).
+
+    Returns (kept paths, [(left-out path, reason)]); a left-out folder is reported once, with a slash.
+    ``folders`` (optional) are filtered alike and their survivors added to the kept set's companion
+    ``kept_folders`` via ``filter_folders``. Whole-list operations in C: a 100,000-path listing with nothing
+    to leave out costs one join, one split and a few set operations, no Python call per path. Links are the
+    caller's business (it knows which paths are links and where they end).
+    """
+    paths = list(paths)
+    if not paths:
+        return set(), []
+    reasons = _bad_parts(paths)
+    if not reasons:
+        return set(paths), []
+    left_out: dict[str, str] = {}
+    gone: set[str] = set()
+    slashed = ["/" + p for p in paths]
+    for needle, (reason, kind) in reasons.items():
+        test = {"anywhere": str.__contains__, "name": str.endswith, "at": str.startswith}[kind]
+        for path in compress(paths, map(test, slashed, repeat(needle))):
+            gone.add(path)
+            if kind == "name":
+                where = path
+            else:
+                where = path[: ("/" + path).index(needle) + len(needle) - 1]
+            if where not in left_out:
+                left_out[where] = reason
+    for path in [p for p in paths if p.rpartition("/")[2].lower() in _FOLDER_SENSITIVE]:
+        folder, _, name = path.rpartition("/")
+        if is_secret(name, folder.rpartition("/")[2]):
+            gone.add(path)
+            left_out[path] = SECRET
+    # a left-out folder is reported once, not with every file under it
+    folders_out = sorted(p for p in left_out if p.endswith("/"))
+    shown = {p: r for p, r in left_out.items()
+             if not any(p != f and p.startswith(f) for f in folders_out)} if folders_out else left_out
+    return set(paths).difference(gone), sorted(shown.items())
+
+
+def filter_folders(folders: Iterable[str], left_out: list[tuple[str, str]]) -> set[str]:
+    """The folders that remain once the left-out folders (and everything below them) are gone."""
+    prefixes = tuple(path for path, _ in left_out if path.endswith("/"))
+    folders = set(folders)
+    if not prefixes:
+        return folders
+    return {f for f in folders if not (f + "/").startswith(prefixes)}
+
+
+_FOLDER_SENSITIVE = frozenset(name for _, name in SECRET_IN_FOLDER)
+
+
+def _bad_parts(paths: list[str]) -> dict[str, tuple[str, str]]:
+    """needle -> (reason, kind): ``/name/`` "anywhere" for a folder name to leave out at any depth, ``/name``
+    for a file "name", ``/path/`` "at" the start for one environment folder. Every distinct path component
+    is judged once."""
+    parts = set("/".join(paths).split("/"))
+    names = set(map(itemgetter(2), map(str.rpartition, paths, repeat("/"))))
+    needles: dict[str, tuple[str, str]] = {}
+    for part in parts:
+        reason = dir_reason(part)
+        if reason is not None:
+            needles[f"/{part}/"] = (reason, "anywhere")
+        if part in names:
+            reason = file_reason(part)
+            if reason is not None:
+                needles[f"/{part}"] = (reason, "name")
+    if ENV_FILE_MARKER in names or ENV_DIR_MARKER in parts:
+        for path in paths:
+            folder, _, name = path.rpartition("/")
+            if name == ENV_FILE_MARKER and folder:
+                needles[f"/{folder}/"] = (ENVIRONMENT, "at")
+            elif f"/{ENV_DIR_MARKER}/" in f"/{path}":
+                env = f"/{path}".split(f"/{ENV_DIR_MARKER}/")[0]
+                if env:
+                    needles[f"{env}/"] = (ENVIRONMENT, "at")
+    return needles
+
+
+# -- git's ignore rules --------------------------------------------------------------------------------
+
+class GitIgnored:
+    """The paths git ignores below a folder, by git's own rules (``.gitignore`` files, ``info/exclude``,
+    ``core.excludesFile``), from one ``git ls-files`` call. Tracked files are never ignored (git's rule).
+
+    ``paths`` holds ignored files and ignored folders (the latter with a trailing slash, not walked by git).
+    ``error`` says why the rules could not be applied (git missing, a repository git refuses to read).
+    """
+
+    def __init__(self, folder: str):
+        self.paths: frozenset[str] = frozenset()
+        self.error: str | None = None
+        self.active = _in_work_tree(folder)
+        if self.active:
+            self._list(folder)
+
+    def _list(self, folder: str) -> None:
+        env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
+        index = env.get("GIT_INDEX_FILE")
+        if index and not os.path.isabs(index):
+            env["GIT_INDEX_FILE"] = os.path.abspath(index)  # git's hooks run at the top of the work tree
+        command = [os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git", "ls-files", "-z", "--others",
+                   "--ignored", "--exclude-standard", "--directory"]
+        try:
+            done = subprocess.run(command, cwd=folder, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                                  timeout=600)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            self.active = False
+            self.error = f"git's ignore rules not applied: cannot run git ({exc})"
+            return
+        if done.returncode != 0:
+            self.active = False
+            if b"not a git repository" in done.stderr:
+                return  # a stray .git entry (a copied folder): no work tree, no rules to apply
+            detail = " ".join(done.stderr.decode("utf-8", "replace").split())[:300]
+            self.error = f"git's ignore rules not applied: git ls-files failed: {detail}"
+            return
+        paths = frozenset(os.fsdecode(p) for p in done.stdout.split(b"\0") if p)
+        if "./" in paths:  # the folder itself is ignored: envtag was pointed at it, so it is the taskset
+            self.active = False
+            return
+        self.paths = paths
+
+    def file(self, path: str) -> bool:
+        return path in self.paths
+
+    def folder(self, path: str) -> bool:
+        return path + "/" in self.paths
+
+
+def _in_work_tree(folder: str) -> bool:
+    """Whether ``folder`` lies in a git work tree: a ``.git`` entry in it or a parent (no git process)."""
+    current = os.path.realpath(folder)
+    while True:
+        if os.path.lexists(os.path.join(current, ".git")):
+            return True
+        up = os.path.dirname(current)
+        if up == current:
+            return False
+        current = up
+
+
+class ForceInclude:
+    """``[tool.envtag] force-include``: glob patterns (fnmatch, on the repo-relative path) of files to keep
+    although git ignores them (generated data, say). Never applies to credential files or links out."""
+
+    def __init__(self, patterns: Iterable[str] = ()):
+        self.patterns = [p.strip("/") for p in patterns if p.strip("/")]
+
+    def __bool__(self) -> bool:
+        return bool(self.patterns)
+
+    def file(self, path: str) -> bool:
+        return any(fnmatch.fnmatchcase(path, p) for p in self.patterns)
+
+    def may_hold(self, folder: str) -> bool:
+        """Whether a file below ``folder`` could match: worth walking an ignored folder for."""
+        prefix = folder + "/"
+        for pattern in self.patterns:
+            literal = pattern
+            for char in "*?[":
+                literal = literal.split(char, 1)[0]
+            if literal.startswith(prefix) or prefix.startswith(literal) or fnmatch.fnmatchcase(prefix, pattern):
+                return True
+        return False

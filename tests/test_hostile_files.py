@@ -1,0 +1,388 @@
+"""Untrusted folders: links out, special files, secrets, environments, git-ignored files, odd cards.
+
+Each case was reproduced against the code before the "untrusted by default" work (a leak, a hang, lost
+card data or a wrong tag); each test runs the real CLI (in a child process where a hang is possible),
+real files, real git and, for uploads, the local Hub-API server with the real huggingface_hub client.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import envtag
+from envtag.card import HUB_HEADER, CardError, apply_tags, card_tags
+from envtag.example import example_path
+from envtag.hub import upload_files
+from envtag.tagging import plan_folder, write_plan
+from envtag.tree import LocalTree
+from fixture_repos import build, harbor_tasks, jsonl, nemo_row
+from test_hub import TOKEN, isolate_hf, start_server
+
+SECRET_ENV = "ENVTAG_HOSTILE_SECRET_4b1d"
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
+
+
+def envtag_cli(*args: str, cwd: Path | None = None, timeout: float = 60, env: dict | None = None):
+    """The CLI in a child process, with a secret in its environment and a timeout: a hang fails the test."""
+    full_env = {**os.environ, "ENVTAG_PLUGINS": "", SECRET_ENV: "leaked-if-you-can-read-this",
+                "INPUT_HF_TOKEN": "hf_" + SECRET_ENV, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "envtag", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout, env=full_env)
+
+
+def taskset(root: Path, card: str | None = "---\nlicense: mit\n---\n# Tasks\n") -> Path:
+    files = harbor_tasks("tasks", ["a", "b"])
+    if card is not None:
+        files["README.md"] = card
+    return build(root, files)
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, env={**os.environ, **GIT_ENV},
+                          check=True)
+    return done.stdout
+
+
+# -- links and special files -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("target", ["/proc/self/environ", "/dev/zero", "/etc/hostname"])
+def test_a_card_linking_out_of_the_folder_is_refused_never_read(tmp_path, target):
+    if not os.path.exists(target):
+        pytest.skip(f"{target} does not exist here")
+    folder = taskset(tmp_path / "ts", card=None)
+    os.symlink(target, folder / "README.md")
+    for args in (["tag", str(folder), "--dry-run"], ["tag", str(folder), "--check"], ["tag", str(folder)],
+                 ["tag", str(folder), "--json", "--dry-run"]):
+        result = envtag_cli(*args)
+        assert result.returncode == 2, (args, result.stderr[-500:])
+        assert "outside" in result.stderr and "README.md" in result.stderr
+        assert SECRET_ENV not in result.stdout + result.stderr
+        assert "MemoryError" not in result.stderr and "Traceback" not in result.stderr
+    assert os.readlink(folder / "README.md") == target  # untouched
+
+
+def test_a_card_linking_to_a_secret_or_into_git_inside_the_folder_is_refused(tmp_path):
+    folder = taskset(tmp_path / "ts", card=None)
+    (folder / ".env").write_text(f"HF_TOKEN={SECRET_ENV}\n")
+    os.symlink(".env", folder / "README.md")
+    result = envtag_cli("tag", str(folder), "--dry-run")
+    assert result.returncode == 2 and SECRET_ENV not in result.stdout + result.stderr
+    assert "credential file" in result.stderr
+
+
+def test_a_fifo_card_does_not_hang(tmp_path):
+    folder = taskset(tmp_path / "ts", card=None)
+    os.mkfifo(folder / "README.md")
+    result = envtag_cli("tag", str(folder), "--check", timeout=30)
+    assert result.returncode == 2 and "not a regular file" in result.stderr
+
+
+def test_fifos_and_links_to_devices_in_the_taskset_are_never_opened(tmp_path):
+    folder = taskset(tmp_path / "ts")
+    os.mkfifo(folder / "tasks" / "a" / "instruction.md.fifo")
+    os.remove(folder / "tasks" / "b" / "instruction.md")
+    os.mkfifo(folder / "tasks" / "b" / "instruction.md")  # a FIFO where a marker file should be
+    os.symlink("/dev/zero", folder / "tasks" / "zero.jsonl")
+    os.symlink("/dev/zero", folder / "pyproject.toml.bak")
+    result = envtag_cli("detect", str(folder), "--json", timeout=30)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["frameworks"][0]["roots"] == ["tasks"] and report["frameworks"][0]["tasks"] == 1
+    left_out = {entry["path"]: entry["reason"] for entry in report["left_out"]}
+    assert "not a regular file" in left_out["tasks/b/instruction.md"]
+    assert "link" in left_out["tasks/zero.jsonl"]
+
+
+def test_a_config_linking_out_of_the_folder_is_refused(tmp_path):
+    outside = tmp_path / "outside.toml"
+    outside.write_text('[tool.envtag]\nexclude-tags = ["harbor"]\n')
+    folder = taskset(tmp_path / "ts")
+    os.symlink(outside, folder / "pyproject.toml")
+    result = envtag_cli("detect", str(folder))
+    assert result.returncode == 2 and "pyproject.toml is a link to" in result.stderr
+    assert "not read" in result.stderr
+
+
+def test_card_operation_never_puts_an_outside_file_into_the_commit(tmp_path):
+    outside = tmp_path / "private.txt"
+    outside.write_text("---\nsecret: yes\n---\n")
+    folder = taskset(tmp_path / "ts", card=None)
+    os.symlink(outside, folder / "README.md")
+    with pytest.raises(CardError, match="outside"):
+        envtag.card_operation(folder)
+
+
+def test_link_cycles_and_links_to_folders_do_not_hang(tmp_path):
+    folder = taskset(tmp_path / "ts")
+    os.symlink("loop-b", folder / "loop-a")
+    os.symlink("loop-a", folder / "loop-b")
+    os.symlink(".", folder / "tasks" / "self")
+    os.symlink("..", folder / "tasks" / "a" / "up")
+    result = envtag_cli("detect", str(folder), "--json", timeout=30)
+    assert result.returncode == 0
+    report = json.loads(result.stdout)
+    assert report["frameworks"][0]["tasks"] == 2
+    assert {"loop-a", "loop-b", "tasks/self", "tasks/a/up"} <= {e["path"] for e in report["left_out"]}
+
+
+# -- one file set: detection and upload agree --------------------------------------------------------
+
+def test_a_virtualenv_inside_the_taskset_is_neither_detected_nor_uploaded(tmp_path):
+    """A plain venv/ (gitignored) holding envtag's own example taskset in site-packages wrote all five
+    framework tags before: detect saw it, push would not upload it."""
+    repo = tmp_path / "repo"
+    build(repo, {**harbor_tasks("tasks", ["a"]), "README.md": "---\nlicense: mit\n---\n", ".gitignore": "venv/\n"})
+    site = repo / "venv" / "lib" / "python3.12" / "site-packages" / "envtag"
+    shutil.copytree(example_path(), site / "example_taskset")
+    (repo / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    # and one under an innocent name, not ignored: found by its marker
+    shutil.copytree(example_path(), repo / "tools" / "lib" / "site-packages" / "example_taskset")
+    (repo / "tools" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    git(repo, "init", "-q")
+    report = envtag.detect(repo)
+    assert report.tags == ["rl-environment", "harbor", "openenv"]  # OpenEnv reads Harbor tasks under tasks/
+    tree = LocalTree(repo)
+    assert not any(p.startswith(("venv/", "tools/")) for p in tree.files())
+    assert sorted(upload_files(repo)) == sorted(tree.files())
+    assert ("venv/", "ignored by git") in tree.left_out or ("venv/", "virtualenv or conda environment") in tree.left_out
+    assert ("tools/", "virtualenv or conda environment") in tree.left_out
+    result = envtag_cli("tag", str(repo))
+    assert result.returncode == 0
+    assert card_tags((repo / "README.md").read_text()) == ["rl-environment", "harbor", "openenv"]
+
+
+def test_git_ignored_files_are_left_out_unless_force_included(tmp_path):
+    repo = tmp_path / "repo"
+    build(repo, {**harbor_tasks("tasks", ["a"]), ".gitignore": "generated/\n*.log\nbuild/\n",
+                 "generated/train.jsonl": jsonl([nemo_row()] * 3), "debug.log": "x\n",
+                 "build/tasks/b/task.toml": ""})
+    git(repo, "init", "-q")
+    report = envtag.detect(repo)
+    assert report.tags == ["rl-environment", "harbor", "openenv"]
+    assert {"generated/", "debug.log", "build/"} <= {p for p, _ in report.left_out}
+    # tracked files are never ignored (git's rule)
+    git(repo, "add", "-f", "debug.log")
+    assert "debug.log" in LocalTree(repo).files()
+    (repo / "pyproject.toml").write_text('[tool.envtag]\nforce-include = ["generated/*.jsonl"]\n')
+    report = envtag.detect(repo)
+    assert "nemo-gym" in report.tags and report.framework("nemo-gym").roots == ["generated"]
+    assert "generated/train.jsonl" in upload_files(repo)
+    assert not any(p.startswith("build/") for p in upload_files(repo))
+
+
+def test_git_rules_in_a_subfolder_and_a_folder_git_ignores_as_a_whole(tmp_path):
+    repo = tmp_path / "repo"
+    build(repo, {**harbor_tasks("sub/tasks", ["a"]), ".gitignore": "*.tmp\nscratch/\n", "sub/x.tmp": "",
+                 **harbor_tasks("scratch/tasks", ["b"])})
+    git(repo, "init", "-q")
+    assert "x.tmp" not in LocalTree(repo / "sub").files()
+    # pointed at an ignored folder on purpose: that folder is the taskset
+    assert envtag.detect(repo / "scratch").tags == ["rl-environment", "harbor", "openenv"]
+
+
+def test_secrets_are_never_uploaded_and_push_says_what_it_left_out(tmp_path, monkeypatch):
+    folder = taskset(tmp_path / "ts")
+    secrets = {".env": "A=1", "config/.git-credentials": "https://u:p@x", "_netrc": "machine x",
+               ".s3cfg": "k", ".boto": "k", ".dockercfg": "{}", "web/.htpasswd": "u:x", ".bash_history": "ls",
+               "home/.zsh_history": "ls", "hf/huggingface/token": "hf_x", "keys/id_ed25519": "-----BEGIN",
+               ".npmrc": "//r/:_authToken=x", ".pypirc": "[pypi]", ".git/config": "[core]"}
+    build(folder, {path: f"{SECRET_ENV} {text}" for path, text in secrets.items()})
+    os.symlink(".env", folder / "notes.txt")  # the name looks harmless, the target is a secret
+    os.symlink(".git/config", folder / "gitcfg.txt")
+    server = start_server()
+    try:
+        isolate_hf(monkeypatch, tmp_path, server)
+        result = envtag_cli("push", str(folder), "--repo-id", "alice/ts", timeout=120,
+                            env={"HF_ENDPOINT": server.url, "HF_TOKEN": TOKEN, "ENVTAG_RETRY_BASE_SECONDS": "0.01",
+                                 "HF_HOME": str(tmp_path / "hf")})
+        assert result.returncode == 0, result.stderr
+        uploaded = server.files("alice/ts")
+    finally:
+        server.stop()
+    assert not any(SECRET_ENV.encode() in content for content in uploaded.values() if isinstance(content, bytes))
+    assert not set(secrets) & set(uploaded) and not {"notes.txt", "gitcfg.txt"} & set(uploaded)
+    assert "tasks/a/task.toml" in uploaded
+    assert "Left out of the upload" in result.stdout and "credential file" in result.stdout
+    assert "notes.txt" in result.stdout  # a link whose target is left out, named
+
+
+def test_push_refuses_names_the_hub_cannot_hold_before_creating_anything(tmp_path, monkeypatch):
+    folder = taskset(tmp_path / "ts")
+    (folder / os.fsdecode(b"bad-\xff-name.txt")).write_text("x")
+    server = start_server()
+    try:
+        isolate_hf(monkeypatch, tmp_path, server)
+        with pytest.raises(envtag.TreeError, match="cannot hold"):
+            envtag.push_to_hub(folder, "alice/new")
+        assert not server.repo_exists("alice/new")
+        assert [r for r in server.requests if r.method != "GET"] == []
+    finally:
+        server.stop()
+
+
+def test_push_walks_a_very_deep_tree_without_recursion(tmp_path, monkeypatch):
+    folder = taskset(tmp_path / "ts")
+    deep = str(folder)
+    for _ in range(1500):  # one level at a time: pathlib's mkdir(parents=True) itself recurses
+        deep += "/d"
+        os.mkdir(deep)
+    with open(deep + "/leaf.txt", "w") as handle:
+        handle.write("x")
+    server = start_server()
+    try:
+        isolate_hf(monkeypatch, tmp_path, server)
+        result = envtag.push_to_hub(folder, "alice/deep", dry_run=True)
+        assert result.report.tags == ["rl-environment", "harbor", "openenv"]
+        assert "/".join(["d"] * 1500) + "/leaf.txt" in result.files
+    finally:
+        server.stop()
+        os.remove(deep + "/leaf.txt")
+        while deep != str(folder):  # bottom up: shutil.rmtree (and pytest's clean-up) would recurse 1,500 deep
+            os.rmdir(deep)
+            deep = os.path.dirname(deep)
+
+
+def test_push_rev_publishes_the_committed_tree_only(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    build(repo, {**harbor_tasks("tasks", ["a"]), "README.md": "---\nlicense: mit\n---\n"})
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "release")
+    git(repo, "tag", "v1")
+    build(repo, {"untracked.txt": "not released\n", "tasks/a/instruction.md": "changed after the release\n"})
+    server = start_server()
+    try:
+        isolate_hf(monkeypatch, tmp_path, server)
+        envtag.push_to_hub(repo, "alice/rel", rev="v1")
+        files = server.files("alice/rel")
+    finally:
+        server.stop()
+    assert "untracked.txt" not in files
+    assert files["tasks/a/instruction.md"] != b"changed after the release\n"
+    assert card_tags(files["README.md"].decode()) == ["rl-environment", "harbor", "openenv"]
+
+
+# -- the card ----------------------------------------------------------------------------------------
+
+def test_a_card_edited_while_envtag_ran_is_not_overwritten(tmp_path):
+    folder = taskset(tmp_path / "ts")
+    _, plan = plan_folder(folder)
+    (folder / "README.md").write_text("---\nlicense: apache-2.0\n---\nsomeone else's edit\n")
+    with pytest.raises(CardError, match="changed while envtag ran"):
+        write_plan(plan)
+    assert "someone else's edit" in (folder / "README.md").read_text()
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_card_created_while_envtag_ran_is_not_overwritten(tmp_path):
+    folder = taskset(tmp_path / "ts", card=None)
+    _, plan = plan_folder(folder)
+    (folder / "README.md").write_text("new card\n")
+    with pytest.raises(CardError, match="changed while envtag ran"):
+        write_plan(plan)
+
+
+@pytest.mark.parametrize("card, why", [
+    ("---  \nlicense: mit\n---\nbody\n", "trailing characters"),
+    ("---\rlicense: mit\rtags:\r- x\r---\rbody\r", "bare CR"),
+])
+def test_a_header_the_hub_would_not_see_is_refused(tmp_path, card, why):
+    folder = taskset(tmp_path / "ts", card=card)
+    for args in (["tag", str(folder), "--check"], ["tag", str(folder)]):
+        result = envtag_cli(*args)
+        assert result.returncode == 2 and why in result.stderr, result.stderr
+    assert (folder / "README.md").read_bytes() == card.encode()
+
+
+def test_the_header_rule_is_huggingface_hubs():
+    from huggingface_hub import repocard
+
+    assert HUB_HEADER.pattern == repocard.REGEX_YAML_BLOCK.pattern
+
+
+def test_pruning_a_multi_line_flow_list_keeps_its_comments():
+    card = "---\ntags: [\n  my-tag,   # ours\n  openenv, # stale\n  # a note\n  harbor\n]\n---\n"
+    after = apply_tags(card, ["rl-environment", "harbor"], prune=True, known=["harbor", "openenv"])
+    assert card_tags(after) == ["my-tag", "harbor", "rl-environment"]
+    assert "# ours" in after and "# a note" in after and "# stale" in after
+
+
+ODD_HEADERS = st.sampled_from([
+    "base: &b {x: 1, y: [2, 3]}\nother: *b\n",
+    "defaults: &d\n  a: 1\nconfigs:\n- <<: *d\n  name: c\n",
+    "# comment\nlicense: mit # inline\nlist: &l [a, b]\ncopy: *l\n",
+    "quoted: 'a: b'\nmulti: |\n  line one\n  line two\n",
+    "",
+])
+TAG_VALUES = st.sampled_from(["", "tags:\n", "tags: []\n", "tags: harbor\n", "tags: [a, openenv]\n",
+                              "tags:\n- a\n- openenv # c\n", "tags:\n  - 'x'\n  - library:harbor\n"])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ODD_HEADERS, TAG_VALUES, st.sampled_from(["\n", "\r\n"]), st.booleans(), st.booleans(),
+       st.text(alphabet="ab #\n-:", max_size=40))
+def test_property_cards_with_anchors_aliases_and_odd_line_ends_lose_no_byte_outside_tags(
+        header, tags, newline, bom, prune, body):
+    text = ("\ufeff" if bom else "") + ("---\n" + header + tags + "---\n" + body).replace("\n", newline)
+    try:
+        after = apply_tags(text, ["rl-environment", "harbor", "nemo-gym"], prune=prune,
+                           known=["harbor", "openenv", "nemo-gym", "rl-environment"])
+    except CardError:
+        return  # refusing is allowed; losing bytes is not
+    assert after.startswith("\ufeff" if bom else "---")
+    old_lines = [line for line in text.splitlines(keepends=True)]
+    new_lines = after.splitlines(keepends=True)
+    # every line outside the tags: block is still there, in order
+    outside_old = [line for line in old_lines if not _tag_line(line)]
+    outside_new = [line for line in new_lines if not _tag_line(line)]
+    assert outside_old == outside_new
+    assert {"rl-environment", "harbor", "nemo-gym"} <= {t.removeprefix("library:") for t in card_tags(after)}
+    assert apply_tags(after, ["rl-environment", "harbor", "nemo-gym"], prune=prune,
+                      known=["harbor", "openenv", "nemo-gym", "rl-environment"]) == after
+
+
+def _tag_line(line: str) -> bool:
+    stripped = line.lstrip("\ufeff").strip()
+    return stripped.startswith(("tags:", "- ")) and not stripped.startswith("- <<") and "name: c" not in stripped \
+        or stripped in ("", "-")
+
+
+# -- a verdict that could not finish never prunes ------------------------------------------------------
+
+def test_prune_keeps_a_tag_whose_detector_raised(tmp_path):
+    from envtag import hookimpl
+    from envtag.model import Framework, Layout
+    from envtag.plugins import build_registry, make_plugin_manager
+
+    class Broken:
+        @hookimpl
+        def register_layouts(self, register):
+            register(Layout("gem-layout", self._raise))
+
+        @hookimpl
+        def register_frameworks(self, register):
+            register(Framework(tag="gem", native=("gem-layout",)))
+
+        @staticmethod
+        def _raise(tree):
+            raise RecursionError("maximum recursion depth exceeded")
+
+    folder = taskset(tmp_path / "ts", card="---\ntags:\n- rl-environment\n- harbor\n- gem\n---\n")
+    pm, errors = make_plugin_manager(third_party=False)
+    pm.register(Broken(), name="broken")
+    report = envtag.detect(folder, registry=build_registry(pm, errors))
+    assert "gem" in report.undecided
+    from envtag.tagging import plan_card
+
+    plan = plan_card((folder / "README.md").read_text(), report, prune=True)
+    assert "gem" in card_tags(plan.after) and "gem" in plan.held
