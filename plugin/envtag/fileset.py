@@ -181,51 +181,59 @@ def _bad_parts(paths: list[str]) -> dict[str, tuple[str, str]]:
 
 class GitIgnored:
     """The paths git ignores below a folder, by git's own rules (``.gitignore`` files, ``info/exclude``,
-    ``core.excludesFile``), from one ``git ls-files`` call. Tracked files are never ignored (git's rule).
+    ``core.excludesFile``), from one ``git ls-files`` run. Tracked files are never ignored (git's rule).
 
-    ``paths`` holds ignored files and ignored folders (the latter with a trailing slash, not walked by git).
+    git starts at once and works while the caller walks the folder; ``wait`` collects its answer.
+    ``paths`` then holds ignored files and ignored folders (with a trailing slash; git does not descend).
     ``error`` says why the rules could not be applied (git missing, a repository git refuses to read).
     """
 
     def __init__(self, folder: str):
         self.paths: frozenset[str] = frozenset()
         self.error: str | None = None
-        self.active = _in_work_tree(folder)
-        if self.active:
-            self._list(folder)
+        self._process: subprocess.Popen | None = None
+        if _in_work_tree(folder):
+            self._start(folder)
 
-    def _list(self, folder: str) -> None:
+    def _start(self, folder: str) -> None:
+        import tempfile
+
         env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
         index = env.get("GIT_INDEX_FILE")
         if index and not os.path.isabs(index):
             env["GIT_INDEX_FILE"] = os.path.abspath(index)  # git's hooks run at the top of the work tree
         command = [os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git", "ls-files", "-z", "--others",
                    "--ignored", "--exclude-standard", "--directory"]
+        self._out, self._err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # a pipe would stall git
         try:
-            done = subprocess.run(command, cwd=folder, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                                  timeout=600)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            self.active = False
+            self._process = subprocess.Popen(command, cwd=folder, env=env, stdin=subprocess.DEVNULL,
+                                             stdout=self._out, stderr=self._err)
+        except OSError as exc:
             self.error = f"git's ignore rules not applied: cannot run git ({exc})"
-            return
-        if done.returncode != 0:
-            self.active = False
-            if b"not a git repository" in done.stderr:
-                return  # a stray .git entry (a copied folder): no work tree, no rules to apply
-            detail = " ".join(done.stderr.decode("utf-8", "replace").split())[:300]
-            self.error = f"git's ignore rules not applied: git ls-files failed: {detail}"
-            return
-        paths = frozenset(os.fsdecode(p) for p in done.stdout.split(b"\0") if p)
-        if "./" in paths:  # the folder itself is ignored: envtag was pointed at it, so it is the taskset
-            self.active = False
-            return
-        self.paths = paths
+            self._close()
 
-    def file(self, path: str) -> bool:
-        return path in self.paths
+    def wait(self) -> GitIgnored:
+        process, self._process = self._process, None
+        if process is None:
+            return self
+        status = process.wait()
+        self._out.seek(0)
+        self._err.seek(0)
+        out, err = self._out.read(), self._err.read()
+        self._close()
+        if status != 0:
+            if b"not a git repository" not in err:  # else a stray .git entry (a copied folder): no rules
+                detail = " ".join(err.decode("utf-8", "replace").split())[:300]
+                self.error = f"git's ignore rules not applied: git ls-files failed: {detail}"
+            return self
+        paths = frozenset(os.fsdecode(p) for p in out.split(b"\0") if p)
+        if "./" not in paths:  # else the folder itself is ignored: envtag was pointed at it, it is the taskset
+            self.paths = paths
+        return self
 
-    def folder(self, path: str) -> bool:
-        return path + "/" in self.paths
+    def _close(self) -> None:
+        self._out.close()
+        self._err.close()
 
 
 def _in_work_tree(folder: str) -> bool:

@@ -12,7 +12,7 @@ import os
 import stat
 from collections.abc import Iterable, Iterator
 from itertools import compress, repeat
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 MAX_READ = 1024 * 1024  # cap on any marker file read (task.toml, openenv.yaml, pyproject.toml, sources)
 
@@ -232,31 +232,38 @@ class LocalTree(Tree):
         super().__init__(root, skip)
         self.root = os.path.realpath(root)
         self.unreadable: list[str] = []
-        self.left_out: list[tuple[str, str]] = []  # (path, reason); a folder ends with "/"
         self.links: dict[str, str] = {}  # a link in the set -> the file it ends at (repo-relative)
         self._content_dirs: set[str] = set()  # folders holding more than folders (see holds_files)
         from .fileset import ForceInclude, GitIgnored
 
-        self.ignored = GitIgnored(self.root) if git_rules else None
-        self.notes: list[str] = [self.ignored.error] if self.ignored is not None and self.ignored.error else []
-        self._force = ForceInclude(force_include)
-        self._walk()
+        # git lists what it ignores while this process walks (two cores, two walks at once)
+        ignored = GitIgnored(self.root) if git_rules else None
+        links = self._walk()
+        if ignored is not None:
+            ignored.wait()
+            if ignored.error:
+                self.notes.append(ignored.error)
+            if ignored.paths:
+                self._drop_ignored(ignored.paths, ForceInclude(force_include), links)
+        self._resolve_links(links)
+        self.left_out.sort()
 
-    def _walk(self) -> None:
+    def _walk(self) -> list[tuple[str, str]]:
+        """Fill the listing by the file set's own rules (everything but git's); return the links found,
+        (path, full path), for ``_resolve_links`` once the whole set is known."""
         from . import fileset
 
         files, dirs, left_out, unreadable = self._files, self._dirs, self.left_out, self.unreadable
         by_name: dict[str, list[str]] = {}
         self._by_name = by_name
-        ignored = self.ignored.paths if self.ignored is not None and self.ignored.active else frozenset()
-        force, skip = self._force, (self.skipped if self.skip else None)
+        skip = self.skipped if self.skip else None
         file_verdicts: dict[str, str | None] = {}  # base name -> why left out (names repeat: task.toml...)
         folder_sensitive = {name for _, name in fileset.SECRET_IN_FOLDER}
         links: list[tuple[str, str]] = []
-        stack = [(self.root, "", False)]
+        stack = [(self.root, "")]
         content = self._content_dirs
         while stack:
-            folder, rel, in_ignored = stack.pop()
+            folder, rel = stack.pop()
             try:
                 with os.scandir(folder) as scan:
                     entries = list(scan)
@@ -265,7 +272,7 @@ class LocalTree(Tree):
                 continue
             folder_name = rel.rpartition("/")[2]
             here_files: list[tuple[str, str]] = []
-            here_dirs: list[tuple[str, str, bool]] = []
+            here_dirs: list[tuple[str, str]] = []
             here_links: list[tuple[str, str]] = []
             here_out: list[tuple[str, str]] = []
             environment = False
@@ -283,8 +290,6 @@ class LocalTree(Tree):
                                 file_verdicts[name] = reason
                             elif reason is None:
                                 reason = fileset.file_reason(name, folder_name)
-                        if reason is None and (in_ignored or path in ignored) and not force.file(path):
-                            reason = fileset.IGNORED
                         if reason is not None:
                             here_out.append((path, reason))
                         elif skip is None or not skip(path):
@@ -293,13 +298,10 @@ class LocalTree(Tree):
                         if name == fileset.ENV_DIR_MARKER:
                             environment = True
                         reason = fileset.dir_reason(name)
-                        now_ignored = in_ignored or path + "/" in ignored
-                        if reason is None and now_ignored and not force.may_hold(path):
-                            reason = fileset.IGNORED
                         if reason is not None:
                             here_out.append((path + "/", reason))
                         elif skip is None or not skip(path):
-                            here_dirs.append((entry.path, path, now_ignored))
+                            here_dirs.append((entry.path, path))
                     elif entry.is_symlink():
                         here_links.append((path, entry.path))
                     else:
@@ -313,13 +315,11 @@ class LocalTree(Tree):
             for path, name in here_files:
                 files.add(path)
                 by_name.setdefault(name, []).append(path)
-            for full, path, now_ignored in here_dirs:
+            for full, path in here_dirs:
                 dirs.add(path)
-                stack.append((full, path, now_ignored))
+                stack.append((full, path))
             for path, full in here_links:
                 reason = fileset.file_reason(path.rpartition("/")[2], folder_name)
-                if reason is None and (in_ignored or path in ignored) and not force.file(path):
-                    reason = fileset.IGNORED
                 if reason is not None:
                     here_out.append((path, reason))
                 elif skip is None or not skip(path):
@@ -330,20 +330,49 @@ class LocalTree(Tree):
             left_out.extend(here_out)
             if len(entries) > len(here_dirs):  # something besides folders to walk: a file, a link...
                 content.add(rel or ".")
-        self._resolve_links(links, by_name)
         for paths in by_name.values():
             paths.sort()
-        left_out.sort()
+        return links
 
-    def _resolve_links(self, links: list[tuple[str, str]], by_name: dict[str, list[str]]) -> None:
+    def _drop_ignored(self, ignored: frozenset[str], force: Any, links: list[tuple[str, str]]) -> None:
+        """Leave out what git ignores (files, and folders with a trailing slash, as ``git ls-files``
+        names them), but what ``force-include`` names. Whole-list operations: no Python call per file."""
+        from .fileset import IGNORED
+
+        folders = tuple(sorted(p for p in ignored if p.endswith("/")))
+        files = list(self._files)
+        gone = set(ignored.intersection(files))
+        if folders:
+            gone.update(compress(files, map(str.startswith, files, repeat(folders))))
+        if force:
+            gone = {p for p in gone if not force.file(p)}
+        link_gone = {p for p, _ in links if p in ignored or (folders and p.startswith(folders))}
+        if force:
+            link_gone = {p for p in link_gone if not force.file(p)}
+        if not gone and not link_gone:
+            return
+        self._files.difference_update(gone)
+        links[:] = [(p, full) for p, full in links if p not in link_gone]
+        kept_dirs = {parent(p) for p in self._files if folders and p.startswith(folders)}  # force-included
+        for folder in list(kept_dirs):
+            while folder != ".":
+                kept_dirs.add(folder)
+                folder = parent(folder)
+        self._dirs = {d for d in self._dirs if d in kept_dirs or not (d + "/").startswith(folders)} if folders \
+            else self._dirs
+        self._by_name = None
+        known = {p for p, _ in self.left_out}
+        self.left_out.extend((p, IGNORED) for p in folders if p not in known)
+        self.left_out.extend((p, IGNORED) for p in sorted((gone | link_gone) & ignored))
+
+    def _resolve_links(self, links: list[tuple[str, str]]) -> None:
         """Keep a link when it ends at a regular file that is itself in the set: exclusions apply to the
         target as well as to the name (``notes.txt -> .env`` is a credential file, not notes)."""
         from . import fileset
 
-        if not links:
-            return
         root_prefix = self.root + os.sep
-        regular = set(self._files)  # links are judged against real files only
+        regular = set(self._files) if links else set()  # links are judged against real files only
+        by_name = self._by_name
         for path, full in links:
             target = os.path.realpath(full)
             rel = target[len(root_prefix):].replace(os.sep, "/") if target.startswith(root_prefix) else None
@@ -352,7 +381,10 @@ class LocalTree(Tree):
                 continue
             self.links[path] = rel
             self._files.add(path)
-            by_name.setdefault(path.rpartition("/")[2], []).append(path)
+            if by_name is not None:
+                paths = by_name.setdefault(path.rpartition("/")[2], [])
+                paths.append(path)
+                paths.sort()
 
     def holds_files(self, folder: str) -> bool:
         if folder in self._content_dirs:
