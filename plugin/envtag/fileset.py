@@ -39,7 +39,7 @@ SECRET_SUFFIXES = ("_history", ".history")  # .bash_history, .zsh_history, .pyth
 # (folder name, file name) pairs: a file that is a secret in that folder only
 SECRET_IN_FOLDER = frozenset({
     ("huggingface", "token"), ("huggingface", "stored_tokens"),  # HF_HOME/token
-    ("docker", "config.json"), (".docker", "config.json"),
+    (".docker", "config.json"),
     ("aws", "credentials"), (".aws", "credentials"),
     ("gcloud", "credentials.db"), ("gcloud", "access_tokens.db"),
 })
