@@ -30,6 +30,12 @@ repo's ``.gitattributes`` marks ``filter=lfs`` (or bigger than ``lfs_threshold``
 for them, ``POST /{datasets|spaces/}{repo_id}.git/info/lfs/objects/batch`` hands out an upload URL, the
 content is ``PUT`` there (sha256 checked), and the commit refers to it with an ``lfsFile`` line.
 Off by default.
+
+Hostile-Hub modes, for testing a client that must not trust the server: ``hub.listing_sizes[(repo_id, path)]``
+makes tree listings (not paths-info) report a wrong ``size`` for a file (an int), or no ``size`` at all (None);
+``hub.listing_faults[repo_id]`` makes that repo's recursive listings misbehave (see ``LISTING_FAULTS``); and an
+injected fault may run a callback when it fires (``on_fire=``), e.g. to commit concurrently while the client's
+commit is answered 502 and not applied.
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ import time
 import traceback
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -92,6 +98,13 @@ _HEX_RE = re.compile(r"[0-9a-fA-F]{7,40}")
 _PR_RE = re.compile(r"refs/pr/(\d+)")
 _RANGE_RE = re.compile(r"\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*", re.IGNORECASE)
 _CHUNK = 1 << 20
+# hub.listing_faults[repo_id] = one of these, for recursive tree listings of that repo:
+LISTING_FAULTS = {
+    "cycle": "the last page links back to the second page (the first cursor handed out)",
+    "endless": "every page holds the first page's entries and links to a fresh cursor",
+    "empty-next": "every page is empty and links to a fresh cursor",
+}
+LISTING_FAULT_BUDGET = 200  # faulted pages a server serves, then 400: a client that loops fails instead of hanging
 
 DEFAULT_GITATTRIBUTES = b"""*.7z filter=lfs diff=lfs merge=lfs -text
 *.arrow filter=lfs diff=lfs merge=lfs -text
@@ -267,6 +280,7 @@ class _Fault:
     message: str | None = None
     seconds: float = 0.0
     after_bytes: int | None = None
+    on_fire: Callable[[], Any] | None = None  # run when the fault is taken, before the request is handled
 
     def matches(self, method: str, raw_path: str, path: str) -> bool:
         if self.method is not None and self.method.upper() != method:
@@ -484,6 +498,11 @@ class _Handler(BaseHTTPRequestHandler):
         )
         hub._log(rec)
         try:
+            if fault is not None and fault.on_fire is not None:
+                try:
+                    fault.on_fire()
+                except Exception:
+                    hub.errors.append(traceback.format_exc())
             if fault is not None and fault.kind == "slow":
                 time.sleep(fault.seconds)
             if fault is not None and fault.kind == "status":
@@ -592,6 +611,10 @@ class HubServer:
         self._repos: dict[tuple[str, str], _Repo] = {}
         self._blobs: dict[str, _Blob] = {}
         self._faults: list[_Fault] = []
+        # hostile-Hub modes (see the module docstring)
+        self.listing_sizes: dict[tuple[str, str], int | None] = {}
+        self.listing_faults: dict[str, str] = {}
+        self._listing_faults_served = 0
         self._log_entries: list[RequestRecord] = []
         self._index_cache: OrderedDict[str, _TreeIndex] = OrderedDict()
         self._card_cache: dict[str, Any] = {}
@@ -781,10 +804,13 @@ class HubServer:
         retry_after: int | float | None = None,
         error_code: str | None = None,
         message: str | None = None,
+        on_fire: Callable[[], Any] | None = None,
     ) -> None:
         """Answer the next `times` matching requests with `status` (JSON error body; `Retry-After` if given).
 
         `error_code` sets `X-Error-Code` (e.g. "RepoNotFound", "EntryNotFound", "RevisionNotFound").
+        The request itself is not handled (a commit answered this way is not applied). `on_fire` is called
+        (in the server thread) each time the fault fires, before the answer is sent.
         """
         self._add_fault(
             _Fault(
@@ -796,14 +822,22 @@ class HubServer:
                 retry_after=retry_after,
                 error_code=error_code,
                 message=message,
+                on_fire=on_fire,
             )
         )
 
     def inject_slow(
-        self, seconds: float, *, method: str | None = None, path_contains: str | None = None, times: int = 1
+        self,
+        seconds: float,
+        *,
+        method: str | None = None,
+        path_contains: str | None = None,
+        times: int = 1,
+        on_fire: Callable[[], Any] | None = None,
     ) -> None:
-        """Delay the next `times` matching requests by `seconds` before answering normally."""
-        self._add_fault(_Fault("slow", method, path_contains, times, seconds=seconds))
+        """Delay the next `times` matching requests by `seconds` before answering normally (`on_fire` is
+        called first, before the request is handled)."""
+        self._add_fault(_Fault("slow", method, path_contains, times, seconds=seconds, on_fire=on_fire))
 
     def inject_cut(
         self,
@@ -812,11 +846,12 @@ class HubServer:
         path_contains: str | None = None,
         times: int = 1,
         after_bytes: int | None = None,
+        on_fire: Callable[[], Any] | None = None,
     ) -> None:
         """Send the status line, headers (with the full Content-Length) and only part of the body (half, or
         `after_bytes`), then close the connection. Body-less responses (HEAD) are dropped without any
-        response."""
-        self._add_fault(_Fault("cut", method, path_contains, times, after_bytes=after_bytes))
+        response. The request is handled (a commit is applied); `on_fire` is called before that."""
+        self._add_fault(_Fault("cut", method, path_contains, times, after_bytes=after_bytes, on_fire=on_fire))
 
     def clear_faults(self) -> None:
         with self._lock:
@@ -1399,6 +1434,9 @@ class HubServer:
         offset = 0
         if cursor:  # cursor pins the commit so a listing stays consistent while the branch moves
             sha, _, off = cursor.partition(":")
+            off = off.partition(":")[0]  # "sha:offset:nonce": a fresh cursor of a faulted listing
+            if off and not off.isdigit():
+                raise _HTTPError(400, "Invalid cursor")
             offset = int(off or 0)
         else:
             sha = self._revision_sha(repo, revision)
@@ -1418,11 +1456,59 @@ class HubServer:
         page_size = (
             self.tree_page_size if not expand else min(self.tree_page_size, self.tree_expand_page_size)
         )
+        fault = self.listing_faults.get(repo_id) if recursive else None
+        if fault is not None:
+            return self._faulted_tree_page(ctx, repo, commit, idx, listing, offset, page_size, fault)
         page = listing[offset : offset + page_size]
-        items = [self._entry(repo, commit, idx, p, expand) for p in page]
+        items = [self._listed_entry(repo, commit, idx, p, expand) for p in page]
         headers = [("X-Repo-Commit", commit.sha)]
         if offset + page_size < len(listing):
             headers.append(("Link", ctx.next_link(f"{commit.sha}:{offset + page_size}", raw=True)))
+        return _json_response(items, headers=headers)
+
+    def _listed_entry(self, repo: _Repo, commit: Commit, idx: _TreeIndex, path: str, expand: bool) -> dict:
+        """A tree-listing entry, with the size `listing_sizes` makes it report (a lie, or no size at all)."""
+        entry = self._entry(repo, commit, idx, path, expand)
+        key = (repo.repo_id, path)
+        if entry["type"] == "file" and key in self.listing_sizes:
+            size = self.listing_sizes[key]
+            if size is None:
+                del entry["size"]
+            else:
+                entry["size"] = size
+        return entry
+
+    def _faulted_tree_page(
+        self,
+        ctx: _Ctx,
+        repo: _Repo,
+        commit: Commit,
+        idx: _TreeIndex,
+        listing: list[str],
+        offset: int,
+        page_size: int,
+        fault: str,
+    ) -> _Response:
+        """One page of a listing that never ends (see LISTING_FAULTS)."""
+        if fault not in LISTING_FAULTS:
+            raise ValueError(f"unknown listing fault {fault!r}; one of {sorted(LISTING_FAULTS)}")
+        with self._lock:
+            self._listing_faults_served += 1
+            served = self._listing_faults_served
+        if served > LISTING_FAULT_BUDGET:
+            raise _HTTPError(400, f"The fake hub's {fault!r} listing fault ran out after {LISTING_FAULT_BUDGET} "
+                                  "pages: the client never stopped")
+        fresh = f"{commit.sha}:0:{served}"
+        if fault == "empty-next":
+            page, next_cursor = [], fresh
+        elif fault == "endless":
+            page, next_cursor = listing[:page_size], fresh
+        else:  # cycle
+            page = listing[offset : offset + page_size]
+            more = offset + page_size < len(listing)
+            next_cursor = f"{commit.sha}:{offset + page_size if more else page_size}"
+        items = [self._listed_entry(repo, commit, idx, p, False) for p in page]
+        headers = [("X-Repo-Commit", commit.sha), ("Link", ctx.next_link(next_cursor, raw=True))]
         return _json_response(items, headers=headers)
 
     def _api_paths_info(self, ctx: _Ctx, repo_type: str, repo_id: str, revision: str) -> _Response:

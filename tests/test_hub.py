@@ -177,7 +177,8 @@ def snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
      ("alice/tasks", "dataset", "refs/pr/2")),
     ("https://huggingface.co/spaces/alice/echo", ("alice/echo", "space", None)),
 ])
-def test_hub_addresses(url, expected):
+def test_hub_addresses(url, expected, monkeypatch):
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)  # https://huggingface.co/... is on the default endpoint
     assert parse_hub_url(url) == expected
 
 
@@ -197,10 +198,10 @@ def test_every_address_form_reads_the_right_revision(srv):
     for url, tags in [
         ("hf://datasets/alice/tasks", on_main),
         ("hf://datasets/alice/tasks@v1", on_v1),
-        ("https://huggingface.co/datasets/alice/tasks", on_main),
-        ("https://huggingface.co/datasets/alice/tasks/tree/v1", on_v1),
+        (f"{srv.url}/datasets/alice/tasks", on_main),
+        (f"{srv.url}/datasets/alice/tasks/tree/v1", on_v1),
         ("hf://spaces/alice/echo", ["rl-environment", "openenv"]),
-        ("https://huggingface.co/spaces/alice/echo", ["rl-environment", "openenv"]),
+        (f"{srv.url}/spaces/alice/echo", ["rl-environment", "openenv"]),
     ]:
         assert envtag.detect(url).tags == tags, url
     assert writes(srv) == []

@@ -125,7 +125,7 @@ def test_tag_check_then_tag_then_check(envtag, srv):
                                     "# Tasks\n")
 
     srv.reset_log()
-    for source in ("hf://datasets/alice/ts", "https://huggingface.co/datasets/alice/ts/tree/main"):
+    for source in ("hf://datasets/alice/ts", f"{srv.url}/datasets/alice/ts/tree/main"):
         code, out, _ = envtag("tag", source, "--check")
         assert code == 0 and "README.md: up to date" in out
     code, out, _ = envtag("tag", "hf://datasets/alice/ts")
@@ -139,7 +139,7 @@ def test_tag_space_and_detect_json(envtag, srv):
     report = json.loads(out)
     assert code == 0 and report["tags"] == ["rl-environment", "openenv"]
     assert report["frameworks"][0]["roots"] == ["."]
-    code, out, _ = envtag("tag", "https://huggingface.co/spaces/alice/echo", "--create-pr")
+    code, out, _ = envtag("tag", f"{srv.url}/spaces/alice/echo", "--create-pr")
     assert code == 0 and "opened a pull request" in out
     (pr,) = srv.pull_requests("alice/echo", "space")
     assert card_tags(card(srv, "alice/echo", "space", revision=pr.ref)) == ["rl-environment", "openenv"]

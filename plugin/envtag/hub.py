@@ -312,7 +312,7 @@ def _inspect(repo_id: str, *, repo_type: str, revision: str | None, prune: bool,
              token: str | None, endpoint: str | None) -> tuple[HubTree, TagResult]:
     """Open the repo, detect, read its card and plan the edit."""
     if repo_id.startswith(("hf://", "https://", "http://")):
-        repo_id, repo_type, url_rev = parse_hub_url(repo_id)
+        repo_id, repo_type, url_rev = parse_hub_url(repo_id, endpoint=endpoint)
         revision = revision or url_rev
     tree = HubTree(repo_id, repo_type, revision, token=_token(token), endpoint=endpoint)
     report = detect(tree, native_only=native_only)

@@ -4,27 +4,38 @@ Every failure becomes a HubError whose message says what to do; a token never ap
 Reads (repo info, listing pages, ranged file reads) are retried on 429/5xx and dropped connections.
 A commit is retried on 429/5xx answers; a connection that drops during a commit is handled so that a
 commit that did land is never reported as failed, and a pull request is never opened twice.
+
+The Hub's answers are untrusted: a listing that repeats a page or a path, or never ends, is stopped; "did my
+commit land?" is answered by the files of the commit on top of the parent, not by its title.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib
+import io
 import os
 import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from urllib.parse import quote
 
 from .tree import TreeError
+
+if TYPE_CHECKING:
+    from huggingface_hub import CommitOperationAdd
 
 T = TypeVar("T")
 RETRY_STATUSES = {429, 500, 502, 503, 504}
 ATTEMPTS = 4
 MAX_SLEEP = 30.0
 URL_PREFIX = {"dataset": "datasets/", "space": "spaces/", "model": ""}
+MAX_LISTING_ENTRIES = 10_000_000  # far beyond any real repo; a listing past this is stopped
+MAX_LISTING_PAGES = 100_000  # the Hub sends 1000 entries a page: a listing of tiny pages is stopped too
+PATHS_INFO_BATCH = 1000  # paths per paths-info request when checking whether a commit landed
 _END = object()  # end of a listing
 
 
@@ -229,12 +240,18 @@ class Client:
 
         def worker() -> None:
             url: str | None = first
+            seen_urls: set[str] = set()
+            seen_paths: set[str] = set()
+            entries = 0
             try:
                 while url is not None and not stop.is_set():
+                    _check_next_page(repo_id, url, seen_urls)
                     page, url = self.call("listing the files", repo_id, functools.partial(fetch, url))
                     if not isinstance(page, list):
                         raise HubError(f"{repo_id}: listing the files: the Hub answered something that is "
                                        "not a list")
+                    entries += len(page)
+                    _check_page(repo_id, page, url, seen_paths, entries)
                     put(page)
                 put(_END)
             except BaseException as exc:  # handed to the caller's thread
@@ -320,9 +337,10 @@ class Client:
         """create_commit, retried on 429/5xx answers.
 
         ``parent_commit`` makes a replay of a commit that did land fail (412) instead of committing twice.
-        When the connection dropped during the commit and the retry is refused with 412, the head is checked:
-        if it is our commit on top of ``parent_commit``, that is success. A pull request has no such guard, so
-        a commit with ``create_pr`` is not retried once its request may have reached the Hub.
+        When an attempt failed in a way that may hide a landed commit and the retry is refused with 412, the
+        commit on top of ``parent_commit`` is checked (``_landed``): if it holds exactly our files, that is
+        success. A pull request has no such guard, so a commit with ``create_pr`` is not retried once its
+        request may have reached the Hub.
         """
         create_pr = bool(kwargs.get("create_pr"))
         dropped = False
@@ -337,7 +355,7 @@ class Client:
                                    "request; it may have been opened: look at the repo's pull requests "
                                    "before running envtag again") from None
                 if _status(exc) == 412 and dropped:
-                    landed = self._landed(repo_id, kwargs)
+                    landed = self._landed(repo_id, what, kwargs)
                     if landed is not None:
                         return landed
                 if attempt < ATTEMPTS and _transient(exc):
@@ -359,30 +377,122 @@ class Client:
                 raise error from None
         raise AssertionError("unreachable")
 
-    def _landed(self, repo_id: str, kwargs: dict[str, Any]):
-        """Our own commit's CommitInfo if it is the head, right on top of ``parent_commit``; else None."""
-        from huggingface_hub import CommitInfo
-        from huggingface_hub.utils import get_session, hf_raise_for_status
+    def _landed(self, repo_id: str, what: str, kwargs: dict[str, Any]):
+        """Our own commit's CommitInfo if an earlier attempt landed; None when the 412 is a real conflict.
+
+        The commit right after ``parent_commit`` in the branch history is ours only if it holds every one of
+        our operations: each added file with the same content (git blob id, or LFS sha256), each deleted path
+        gone. A title proves nothing: another job may commit on the same parent with the same message.
+        """
+        from huggingface_hub import CommitInfo, CommitOperationAdd, CommitOperationDelete
 
         parent = kwargs.get("parent_commit")
-        if not parent:
+        operations = list(kwargs.get("operations") or ())
+        if not parent or not operations or not all(
+                isinstance(op, (CommitOperationAdd, CommitOperationDelete)) for op in operations):
             return None
         repo_type = kwargs.get("repo_type") or "model"
-        revision = kwargs.get("revision") or "main"
+        try:
+            child = self._child_of(repo_id, repo_type, kwargs.get("revision") or "main", parent)
+            if child is None or not self._holds(repo_id, repo_type, child, operations):
+                return None
+        except HubError as exc:
+            raise HubError(f"{repo_id}: {what}: the Hub refused a retry (412) and envtag could not check whether "
+                           f"its first attempt landed ({exc}); look at the repo's history before running envtag "
+                           "again", exc.status) from None
+        prefix = URL_PREFIX.get(repo_type, "")
+        return CommitInfo(commit_url=f"{self.endpoint}/{prefix}{repo_id}/commit/{child}",
+                          commit_message=kwargs.get("commit_message") or "", commit_description="", oid=child)
+
+    def _child_of(self, repo_id: str, repo_type: str, revision: str, parent: str) -> str | None:
+        """The commit made on top of ``parent`` on ``revision``, from the first page of its history (newest
+        first): the entry right before ``parent``. None when ``parent`` is not there."""
+        from huggingface_hub.utils import get_session, hf_raise_for_status
+
         prefix = URL_PREFIX.get(repo_type, "")
         url = f"{self.endpoint}/api/{prefix or 'models/'}{repo_id}/commits/{quote(revision, safe='')}"
-        try:
-            response = get_session().get(url, headers=self._headers())
+        headers = self._headers()
+
+        def fetch() -> Any:
+            response = get_session().get(url, headers=headers, follow_redirects=True)
             hf_raise_for_status(response)
-            history = response.json()
-        except Exception:
+            return response.json()
+
+        history = self.call("reading the commit history", repo_id, fetch)
+        if not isinstance(history, list):
             return None
-        if (not isinstance(history, list) or len(history) < 2 or history[1].get("id") != parent
-                or history[0].get("title") != kwargs.get("commit_message")):
-            return None
-        sha = history[0]["id"]
-        return CommitInfo(commit_url=f"{self.endpoint}/{prefix}{repo_id}/commit/{sha}",
-                          commit_message=kwargs.get("commit_message") or "", commit_description="", oid=sha)
+        ids = [item.get("id") if isinstance(item, dict) else None for item in history]
+        for index in range(1, len(ids)):
+            if ids[index] == parent and isinstance(ids[index - 1], str):
+                return ids[index - 1]
+        return None
+
+    def _holds(self, repo_id: str, repo_type: str, sha: str, operations: list) -> bool:
+        """True when commit ``sha`` has each added file with the content we sent and none of the deleted
+        paths (paths-info at that commit; local content hashed only when the path is there)."""
+        from huggingface_hub import CommitOperationAdd
+        from huggingface_hub.hf_api import RepoFile
+
+        paths = [op.path_in_repo.rstrip("/") for op in operations]
+        found: dict[str, Any] = {}
+        for start in range(0, len(paths), PATHS_INFO_BATCH):
+            batch = paths[start:start + PATHS_INFO_BATCH]
+            infos = self.call("checking the commit", repo_id, functools.partial(
+                self.api.get_paths_info, repo_id, batch, revision=sha, repo_type=repo_type))
+            found.update((info.path, info) for info in infos)
+        for op, path in zip(operations, paths, strict=True):
+            info = found.get(path)
+            if not isinstance(op, CommitOperationAdd):
+                if info is not None:  # a deletion that did not happen
+                    return False
+                continue
+            if not isinstance(info, RepoFile):
+                return False
+            blob_id, sha256 = _content_oids(op)
+            if (info.lfs.sha256 != sha256) if info.lfs is not None else (info.blob_id != blob_id):
+                return False
+        return True
+
+
+def _check_next_page(repo_id: str, url: str, seen: set[str]) -> None:
+    """Stop a listing whose next link goes back to a page it already gave, or that never ends."""
+    where = f"{repo_id}: listing the files"
+    if url in seen:
+        raise HubError(f"{where}: the Hub's listing repeats page {url!r} (its next link goes back to a page "
+                       "already read); stopped")
+    if len(seen) >= MAX_LISTING_PAGES:
+        raise HubError(f"{where}: the Hub's listing goes on past {MAX_LISTING_PAGES:,} pages; stopped")
+    seen.add(url)
+
+
+def _check_page(repo_id: str, page: list, next_url: str | None, seen: set[str], entries: int) -> None:
+    """Stop a listing that sends an empty page with a next link, lists a path twice, or grows without end."""
+    where = f"{repo_id}: listing the files"
+    if not page and next_url is not None:
+        raise HubError(f"{where}: the Hub's listing sent an empty page that links to another page; stopped")
+    if entries > MAX_LISTING_ENTRIES:
+        raise HubError(f"{where}: the Hub's listing goes on past {MAX_LISTING_ENTRIES:,} entries; stopped")
+    for item in page:
+        path = item.get("path") if isinstance(item, dict) else None
+        if not isinstance(path, str):
+            continue  # malformed: HubTree reports it
+        if path in seen:
+            raise HubError(f"{where}: the Hub's listing lists {path!r} twice; stopped")
+        seen.add(path)
+
+
+def _content_oids(operation: CommitOperationAdd) -> tuple[str, str]:
+    """(git blob sha1, sha256) of an upload's content, hashed in chunks: what the Hub shows for a regular
+    file (its blob id) and for an LFS file (its sha256)."""
+    with operation.as_file() as handle:  # bytes, a path or a file object, from where the upload reads it
+        start = handle.tell()
+        size = handle.seek(0, io.SEEK_END) - start
+        handle.seek(start)
+        sha1, sha256 = hashlib.sha1(b"blob %d\0" % size), hashlib.sha256()
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            sha1.update(chunk)
+            sha256.update(chunk)
+    return sha1.hexdigest(), sha256.hexdigest()
 
 
 def _entry(item: Any) -> Entry:

@@ -1,7 +1,8 @@
 """A Hub repo as a Tree: one recursive listing, then ranged reads of only the files detectors ask for.
 
 The revision is pinned to a commit sha when the tree is opened, so every read and a later
-``parent_commit`` refer to exactly what was inspected.
+``parent_commit`` refer to exactly what was inspected. The listing says which files exist; its sizes are
+never trusted to bound a whole read (a size that lies small would truncate the card envtag commits).
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ import sys
 import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 from urllib.parse import quote
 
 from .sources import REPO_TYPES, parse_hub_url  # noqa: F401 - re-exported
-from .tree import Tree
+from .tree import MAX_READ, FileTooLarge, Tree
 
 SAMPLE_LIMIT = 256  # marker files read per layout on a remote repo
 PREFETCH_WORKERS = 8
@@ -28,6 +30,13 @@ _UNSAFE = re.compile(r"(?:^|/)\.{0,2}(?:/|$)|[\\\r\n\0]")  # empty, "." or ".." 
 def _safe(path: str) -> bool:
     """Refuse listing entries that could escape the tree or confuse path logic."""
     return bool(path) and _UNSAFE.search(path) is None
+
+
+class _Cached(NamedTuple):
+    """The first bytes of a file, and whether they are all of it (fewer bytes came back than were asked)."""
+
+    data: bytes
+    complete: bool
 
 
 class HubTree(Tree):
@@ -53,7 +62,7 @@ class HubTree(Tree):
         super().__init__(f"hf://{prefix}{repo_id}{at}", skip)
         self.sha = self.client.head_sha(repo_id, repo_type, revision)
         self._sizes: dict[str, int] = {}
-        self._cache: dict[str, bytes] = {}
+        self._cache: dict[str, _Cached] = {}
         self._lock = threading.Lock()
         self.unsafe: list[str] = []
         self.failures: list[Exception] = []
@@ -62,7 +71,8 @@ class HubTree(Tree):
 
     @classmethod
     def from_url(cls, url: str, *, skip: Iterable[str] = (), **kwargs) -> HubTree:
-        repo_id, repo_type, revision = parse_hub_url(url)
+        """The repo at an ``hf://`` or web address; a web address must be on the Hub this tree reads from."""
+        repo_id, repo_type, revision = parse_hub_url(url, kwargs.get("endpoint"))
         return cls(repo_id, repo_type, revision, skip=skip, **kwargs)
 
     def _list(self, progress: bool) -> None:
@@ -84,8 +94,6 @@ class HubTree(Tree):
                     unsafe.append(path if isinstance(path, str) else repr(path))
                     continue
                 folder = path.rpartition("/")[0]
-                if folder and (folder[0] == "." or "/." in folder):
-                    continue  # dot-directories are not inspected
                 if skip is not None and skip(path):
                     continue
                 files.add(path)
@@ -100,29 +108,59 @@ class HubTree(Tree):
         self.entries = count
         if shown:
             print(f"\rlisting {self.name}: {count} entries, done", file=sys.stderr, flush=True)
+        self._apply_file_set()
+
+    def _apply_file_set(self) -> None:
+        """The file set's rules (fileset.py), as for a folder: dot-directories, environments, caches,
+        credential files. What is left out is never read."""
+        from .fileset import filter_folders, filter_listing
+
+        kept, self.left_out = filter_listing(self._files)
+        if len(kept) == len(self._files):
+            return
+        for path in self._files.difference(kept):
+            del self._sizes[path]
+        self._files = kept
+        self._dirs = filter_folders(self._dirs, self.left_out) | {"."}
 
     @property
     def unreadable(self) -> list[str]:
         return [f"{p!r} (unsafe path in the Hub listing, not followed)" for p in self.unsafe]
 
     def size(self, path: str) -> int:
+        """The size the listing reports: an estimate for detectors, never the bound of a read."""
         return self._sizes[path]
 
+    def read(self, path: str, cap: int = MAX_READ) -> bytes:
+        """The whole file, refusing one larger than ``cap`` (FileTooLarge).
+
+        Asks for ``cap + 1`` bytes whatever the listing says: what came back decides, not the listed size.
+        """
+        data = self._read(path, cap + 1)
+        if len(data) > cap:
+            raise FileTooLarge(path, max(len(data), self._sizes[path]), cap)
+        self.reads += 1
+        self.bytes_read += len(data)
+        return data
+
     def _fetch(self, path: str, limit: int) -> bytes:
-        size = self._sizes.get(path, 0)
-        want = min(limit, size)
-        if want <= 0:  # the listing is of the pinned revision: an empty file needs no request
+        """The first ``limit`` bytes of a file (all of it when shorter): from the cache when it holds them."""
+        if limit <= 0:
             return b""
         cached = self._cache.get(path)
-        if cached is not None and len(cached) >= want:
-            return cached[:want]
-        data = self.client.read_range(self.repo_id, self.repo_type, self.sha, quote(path), 0, want)
+        if cached is not None and (cached.complete or len(cached.data) >= limit):
+            return cached.data[:limit]
+        data = self.client.read_range(self.repo_id, self.repo_type, self.sha, quote(path), 0, limit)
+        fresh = _Cached(data, complete=len(data) < limit)
         with self._lock:
-            if len(data) > len(self._cache.get(path, b"")):
-                self._cache[path] = data  # a file, or the head of one (JSONL)
+            old = self._cache.get(path)
+            if old is None or (not old.complete and (fresh.complete or len(data) > len(old.data))):
+                self._cache[path] = fresh  # a file, or the head of one (JSONL)
         return data
 
     def _read(self, path: str, limit: int) -> bytes:
+        if path not in self._sizes:  # never ask the Hub for a path its listing did not give (or was refused)
+            raise FileNotFoundError(f"{path}: not in the listing of {self.name}")
         try:
             return self._fetch(path, limit)
         except Exception as exc:
@@ -135,8 +173,7 @@ class HubTree(Tree):
 
         At most PREFETCH_BYTES of each file: the whole of a marker file, only the head of a data file.
         """
-        wanted = [p for p in dict.fromkeys(paths)
-                  if self._sizes.get(p, 0) > 0 and p not in self._cache]
+        wanted = [p for p in dict.fromkeys(paths) if p in self._sizes and p not in self._cache]
         if len(wanted) <= 1:
             return
         with ThreadPoolExecutor(PREFETCH_WORKERS) as pool:

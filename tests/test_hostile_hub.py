@@ -1,0 +1,328 @@
+"""A Hub that lies: envtag against a local Hub-API server (tests/hubserver.py) that misreports file sizes,
+paginates without end, answers a commit 502 while another job commits, or is not the Hub at all.
+
+The real huggingface_hub client talks real HTTP to the server; nothing in envtag or huggingface_hub is
+patched. The CLI runs in-process (``envtag.cli.main``) with HF_ENDPOINT and HF_TOKEN pointing at the server.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+from envtag import cli, hubclient
+from envtag.engine import detect
+from envtag.hub import push_to_hub, tag_hub_repo
+from envtag.hubclient import Client, HubError
+from envtag.hubtree import PREFETCH_BYTES
+from envtag.sources import parse_hub_url
+from envtag.tree import TreeError
+from fixture_repos import build, harbor_tasks
+from hubserver import HubServer
+from test_hub import (
+    CARD_CRLF,
+    TOKEN,
+    assert_no_secret,
+    assert_only_tags_added,
+    card,
+    hub_tree,
+    isolate_hf,
+    start_server,
+    writes,
+)
+
+TAGS = ["rl-environment", "harbor", "openenv"]  # what harbor_tasks() is tagged with
+
+
+def serve(monkeypatch, tmp_path, **kwargs):
+    """test_hub's server, with the in-process client pointed at it; checked for bugs and leaks after."""
+    server = start_server(**kwargs)
+    isolate_hf(monkeypatch, tmp_path, server)
+    yield server
+    server.stop()
+    assert server.errors == []
+    assert_no_secret(*(repr(r) for r in server.requests))
+
+
+@pytest.fixture
+def srv(monkeypatch, tmp_path):
+    yield from serve(monkeypatch, tmp_path)
+
+
+@pytest.fixture
+def small_pages(monkeypatch, tmp_path):
+    """A server that lists 2 entries a page, so that a listing has several pages."""
+    yield from serve(monkeypatch, tmp_path, tree_page_size=2)
+
+
+def listing_requests(server: HubServer) -> list:
+    return [r for r in server.requests if "/tree/" in r.path]
+
+
+# -- 1. a listing that lies about sizes ----------------------------------------------------------------
+
+@pytest.mark.parametrize("listed", [40, 0, None], ids=["lying-small", "zero", "missing"])
+def test_a_card_whose_listed_size_lies_is_read_whole(srv, listed):
+    """README.md listed as 40 bytes, 0 bytes, or with no size: the committed card is the whole original plus
+    the tag lines (it used to be cut at the listed size, losing the body, or become a tags-only header)."""
+    srv.create_repo("alice/ts", files={**harbor_tasks("tasks", ["a", "b"]), "README.md": CARD_CRLF.encode()})
+    srv.listing_sizes[("alice/ts", "README.md")] = listed
+    result = tag_hub_repo("alice/ts")
+    assert result.commit_url and result.plan.missing == TAGS
+    assert_only_tags_added(CARD_CRLF, card(srv, "alice/ts"), TAGS)
+
+
+@pytest.mark.parametrize("listed", [40, None], ids=["lying-small", "missing"])
+def test_envtag_tag_hf_keeps_the_card_whole_when_the_listing_lies(srv, listed, capsys):
+    srv.create_repo("alice/ts", files={**harbor_tasks("tasks", ["a"]), "README.md": CARD_CRLF.encode()})
+    srv.listing_sizes[("alice/ts", "README.md")] = listed
+    assert cli.main(["tag", "hf://datasets/alice/ts"]) == 0
+    assert "README.md: committed: " in capsys.readouterr().out
+    assert_only_tags_added(CARD_CRLF, card(srv, "alice/ts"), TAGS)
+
+
+def test_a_whole_read_never_returns_a_truncated_prefetch(srv):
+    """A marker file larger than what prefetch fetches, listed as 40 bytes: prefetch keeps a head of it
+    (known to be incomplete), and the detector's whole read fetches the rest instead of returning the head."""
+    big = b"# " + b"x" * (PREFETCH_BYTES + 1000) + b"\nversion = '1.0'\n"
+    srv.create_repo("alice/ts", files={"a/task.toml": big, "b/task.toml": b"version = '1.0'\n", "empty.txt": b""})
+    srv.listing_sizes[("alice/ts", "a/task.toml")] = 40
+    srv.listing_sizes[("alice/ts", "empty.txt")] = 1000  # lying large about an empty file
+    tree = hub_tree(srv, "alice/ts")
+    tree.prefetch(["a/task.toml", "b/task.toml"])
+    prefetched = [r for r in srv.requests if r.path.endswith("a/task.toml")]
+    assert len(prefetched) == 1 and prefetched[0].sent == PREFETCH_BYTES
+    assert tree.read("a/task.toml") == big
+    assert tree.read("b/task.toml") == b"version = '1.0'\n"  # complete in the cache: no second request
+    assert len([r for r in srv.requests if r.path.endswith("b/task.toml")]) == 1
+    assert tree.read("empty.txt") == b""  # an empty file answers 416
+    assert tree.read_head("a/task.toml", 10) == big[:10]  # a head still is a ranged read of nbytes
+    assert tree.failures == []
+
+
+# -- 2. a listing that never ends ----------------------------------------------------------------------
+
+FAULTS = {  # fault -> (the most listing requests envtag may make, what the error says)
+    "cycle": (8, "the Hub's listing repeats page "),
+    "endless": (2, "the Hub's listing lists '"),
+    "empty-next": (1, "the Hub's listing sent an empty page that links to another page"),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_a_listing_that_never_ends_is_stopped(small_pages, fault):
+    """Cyclic pagination, fresh cursors over the same entries, empty pages with a next link: each stops
+    with a HubError after a handful of requests (a cycle made 58,371 requests in 40 s)."""
+    most, says = FAULTS[fault]
+    small_pages.create_repo("alice/loop", files=harbor_tasks("tasks", ["a"]))  # 11 entries: 6 pages of 2
+    small_pages.listing_faults["alice/loop"] = fault
+    small_pages.reset_log()
+    with pytest.raises(HubError, match="alice/loop: listing the files: ") as error:
+        hub_tree(small_pages, "alice/loop")
+    assert says in str(error.value) and "stopped" in str(error.value)
+    assert 1 <= len(listing_requests(small_pages)) <= most
+    assert writes(small_pages) == []
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_envtag_detect_on_a_listing_that_never_ends_exits_2(small_pages, fault, capsys):
+    small_pages.create_repo("alice/loop", files=harbor_tasks("tasks", ["a"]))
+    small_pages.listing_faults["alice/loop"] = fault
+    small_pages.reset_log()
+    assert cli.main(["detect", "hf://datasets/alice/loop"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("envtag: error: alice/loop: listing the files: ") and FAULTS[fault][1] in err
+    assert len(listing_requests(small_pages)) <= FAULTS[fault][0]
+
+
+def test_tag_and_push_stop_on_a_listing_that_never_ends(small_pages, tmp_path):
+    small_pages.create_repo("alice/loop", files=harbor_tasks("tasks", ["a"]))
+    small_pages.listing_faults["alice/loop"] = "endless"
+    with pytest.raises(HubError, match="twice"):
+        tag_hub_repo("alice/loop")
+    with pytest.raises(HubError, match="twice"):  # push lists the remote files to skip unchanged ones
+        push_to_hub(build(tmp_path / "ts", harbor_tasks("tasks", ["b"])), "alice/loop")
+    assert writes(small_pages) == [] and len(small_pages.commits("alice/loop")) == 2
+
+
+def test_a_listing_past_the_entry_cap_is_stopped(small_pages, monkeypatch):
+    """Fresh entries on every page, without end, are stopped by the entry cap (lowered here from
+    10 million so that the test does not list 10 million entries)."""
+    monkeypatch.setattr(hubclient, "MAX_LISTING_ENTRIES", 5)
+    small_pages.create_repo("alice/many", files=harbor_tasks("tasks", ["a"]))
+    with pytest.raises(HubError, match="goes on past 5 entries; stopped"):
+        hub_tree(small_pages, "alice/many")
+    assert len(listing_requests(small_pages)) == 3  # 2 + 2 + 2 entries: the third page passes the cap
+
+
+def test_an_honest_listing_of_many_pages_is_not_stopped(small_pages):
+    small_pages.create_repo("alice/ok", files=harbor_tasks("tasks", ["a", "b", "c"]))
+    tree = hub_tree(small_pages, "alice/ok")
+    assert detect(tree).tags == TAGS
+    assert len(listing_requests(small_pages)) == -(-tree.entries // 2) > 10
+
+
+# -- 3. "did my commit land?" after a 502 --------------------------------------------------------------
+
+def taskset(root):
+    return build(root, {**harbor_tasks("tasks", ["a"]), "README.md": "---\nlicense: mit\n---\n# Tasks\n"})
+
+
+def another_job(server: HubServer, repo_id: str, message: str = "Upload taskset with envtag"):
+    """A callback for an injected fault: another job commits on the same parent, with the same message."""
+    return lambda: server.commit(repo_id, {"theirs.txt": b"the other job's file\n"}, message=message)
+
+
+def test_a_502_while_another_job_commits_with_the_same_message_is_a_conflict(srv, tmp_path):
+    """The commit is answered 502 and not applied; meanwhile another job commits on the same parent with
+    the same default message. The retry gets 412: that commit is not ours (its files are not), so envtag
+    says conflict instead of reporting the other job's commit as its own success."""
+    parent = srv.create_repo("alice/ts", files={"README.md": b"---\nlicense: mit\n---\n"})
+    srv.inject(502, method="POST", path_contains="/commit/", on_fire=another_job(srv, "alice/ts"))
+    with pytest.raises(HubError) as error:
+        push_to_hub(taskset(tmp_path / "ts"), "alice/ts")
+    assert error.value.code == "conflict" and error.value.status == 412
+    assert "nothing was written" in str(error.value)
+    (theirs, *_) = commits = srv.commits("alice/ts")
+    assert [c.message for c in commits] == ["Upload taskset with envtag", "Upload files", "initial commit"]
+    assert theirs.parent == parent and set(srv.files("alice/ts")) == {".gitattributes", "README.md",
+                                                                       "theirs.txt"}
+
+
+def test_envtag_push_after_a_502_and_another_jobs_commit_exits_2(srv, tmp_path, capsys):
+    srv.create_repo("alice/ts", files={"README.md": b"---\nlicense: mit\n---\n"})
+    srv.inject(502, method="POST", path_contains="/commit/", on_fire=another_job(srv, "alice/ts"))
+    assert cli.main(["push", str(taskset(tmp_path / "ts")), "--repo-id", "alice/ts"]) == 2
+    err = capsys.readouterr().err
+    assert "changed since envtag read it (412" in err and "Committed" not in err
+    assert "theirs.txt" in srv.files("alice/ts") and "tasks/a/task.toml" not in srv.files("alice/ts")
+
+
+def test_tag_after_a_502_and_another_jobs_card_is_a_conflict(srv):
+    srv.create_repo("alice/ts", files=harbor_tasks("tasks", ["a"]))
+    srv.inject(502, method="POST", path_contains="/commit/",
+               on_fire=another_job(srv, "alice/ts", message="Tag the dataset card with envtag"))
+    with pytest.raises(HubError, match="412"):
+        tag_hub_repo("alice/ts")
+    assert "README.md" not in srv.files("alice/ts")
+
+
+@pytest.mark.parametrize("lfs_threshold", [10 * 1024 * 1024, 8], ids=["regular", "lfs"])
+def test_a_commit_that_landed_is_recognised_by_its_files_even_under_a_newer_commit(
+        monkeypatch, tmp_path, lfs_threshold):
+    """The commit lands but its answer is cut; before the retry another job commits on top. The commit on
+    top of the parent holds our files (bytes, a path, a file object; a deletion): success, with its sha.
+    With a low LFS threshold the server keeps the files as LFS, compared by sha256."""
+    server = start_server(lfs_threshold=lfs_threshold)
+    isolate_hf(monkeypatch, tmp_path, server)
+    try:
+        parent = server.create_repo("alice/ts", files={"old.txt": b"old\n", "keep.txt": b"keep\n"})
+        (tmp_path / "b.txt").write_bytes(b"from a path, streamed\n" * 100)
+        stream = io.BytesIO(b"from a file object\n")
+        operations = [CommitOperationAdd("a.txt", b"from bytes\n"),
+                      CommitOperationAdd("dir/b.txt", str(tmp_path / "b.txt")),
+                      CommitOperationAdd("c.txt", stream),  # read again by the check: position kept
+                      CommitOperationDelete("old.txt")]
+        server.inject_cut(method="POST", path_contains="/commit/", after_bytes=5)
+        server.inject_slow(0, method="POST", path_contains="/commit/", on_fire=another_job(server, "alice/ts"))
+        info = Client(token=TOKEN).commit("alice/ts", "committing", operations=operations, repo_type="dataset",
+                                          parent_commit=parent, commit_message="Mine")
+        theirs, mine = server.commits("alice/ts")[:2]
+        assert (mine.message, mine.parent, theirs.parent) == ("Mine", parent, mine.sha)
+        assert info.oid == mine.sha and info.commit_url.endswith(f"/datasets/alice/ts/commit/{mine.sha}")
+        files = server.files("alice/ts", revision=mine.sha)
+        assert files["c.txt"] == b"from a file object\n" and "old.txt" not in files
+        assert stream.tell() == 0  # the check put the file object back where the upload reads it
+        assert server.errors == []
+    finally:
+        server.stop()
+
+
+def test_a_commit_on_the_parent_with_one_file_different_is_not_ours(srv):
+    """Same message, same paths, one byte different: not ours."""
+    parent = srv.create_repo("alice/ts")
+    srv.inject(502, method="POST", path_contains="/commit/", on_fire=lambda: srv.commit(
+        "alice/ts", {"a.txt": b"mine\n", "b.txt": b"not mine\n"}, message="Same"))
+    operations = [CommitOperationAdd("a.txt", b"mine\n"), CommitOperationAdd("b.txt", b"mine\n")]
+    with pytest.raises(HubError) as error:
+        Client(token=TOKEN).commit("alice/ts", "committing", operations=operations, repo_type="dataset",
+                                   parent_commit=parent, commit_message="Same")
+    assert error.value.code == "conflict"
+
+
+# -- 4. a web address on another host ------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["tag", "detect"])
+def test_a_web_address_on_another_host_is_refused_and_nothing_is_sent(srv, command, capsys):
+    srv.create_repo("alice/x", files=harbor_tasks("tasks", ["a"]))
+    srv.reset_log()
+    assert cli.main([command, "https://evil.example/datasets/alice/x"]) == 2
+    err = capsys.readouterr().err
+    assert "evil.example is not the Hub envtag talks to" in err and srv.url in err
+    assert srv.requests == [] and "README.md" not in srv.files("alice/x")
+
+
+def test_a_web_address_on_the_endpoint_works(srv, capsys):
+    srv.create_repo("alice/x", files=harbor_tasks("tasks", ["a"]))
+    assert cli.main(["tag", f"{srv.url}/datasets/alice/x/tree/main"]) == 0
+    assert "README.md: committed: " in capsys.readouterr().out
+    assert card(srv, "alice/x") == "---\ntags:\n- rl-environment\n- harbor\n- openenv\n---\n"
+
+
+@pytest.mark.parametrize("url, ok", [
+    ("https://huggingface.co/datasets/alice/tasks", True),
+    ("https://HuggingFace.co:443/datasets/alice/tasks/tree/dev", True),
+    ("https://hf.co/datasets/alice/tasks", True),
+    ("hf://datasets/alice/tasks", True),
+    ("http://huggingface.co/datasets/alice/tasks", False),
+    ("https://huggingface.co:8443/datasets/alice/tasks", False),
+    ("https://evil.example/datasets/alice/tasks", False),
+    ("https://huggingface.co.evil.example/datasets/alice/tasks", False),
+    ("https://evil.example/huggingface.co/datasets/alice/tasks", False),
+])
+def test_web_addresses_on_the_public_hub(monkeypatch, url, ok):
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    if ok:
+        assert parse_hub_url(url)[:2] == ("alice/tasks", "dataset")
+    else:
+        with pytest.raises(TreeError, match="is not the Hub envtag talks to \\(https://huggingface.co\\)|"
+                                            "not a Hub repo address"):
+            parse_hub_url(url)
+
+
+def test_web_addresses_with_a_custom_endpoint(monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:8123/")
+    assert parse_hub_url("http://127.0.0.1:8123/spaces/alice/echo") == ("alice/echo", "space", None)
+    assert parse_hub_url("hf://datasets/alice/tasks@v1") == ("alice/tasks", "dataset", "v1")
+    for url in ("https://huggingface.co/datasets/alice/tasks", "http://127.0.0.1:8124/datasets/alice/tasks",
+                "https://127.0.0.1:8123/datasets/alice/tasks", "http://localhost:8123/datasets/alice/tasks"):
+        with pytest.raises(TreeError, match="is not the Hub envtag talks to \\(http://127.0.0.1:8123\\)"):
+            parse_hub_url(url)
+    monkeypatch.setenv("HF_ENDPOINT", "https://huggingface.co/")  # the default, spelled out
+    assert parse_hub_url("https://hf.co/datasets/alice/tasks")[0] == "alice/tasks"
+    # an explicit endpoint (tag_hub_repo(..., endpoint=...), HubTree.from_url) is the one that counts
+    assert parse_hub_url("https://hub.internal/datasets/a/b", "https://hub.internal")[0] == "a/b"
+
+
+# -- the file set on the Hub: the same rule as for a folder --------------------------------------------
+
+def test_a_hub_repo_is_judged_on_the_same_file_set_as_its_folder(srv, tmp_path):
+    from envtag.example import example_path
+
+    files = {**harbor_tasks("tasks", ["a"]), "venv/pyvenv.cfg": "home = /usr/bin\n", ".env": "A=1\n",
+             "node_modules/x/index.js": "", ".github/workflows/ci.yml": "on: push\n"}
+    for path in example_path().rglob("*"):  # a virtualenv holding a whole example taskset
+        if path.is_file():
+            files[f"venv/lib/site-packages/example/{path.relative_to(example_path()).as_posix()}"] = \
+                path.read_bytes()
+    srv.create_repo("alice/mixed", files=files)
+    folder = build(tmp_path / "mixed", files)
+    remote, local = detect("hf://datasets/alice/mixed"), detect(folder)
+    assert remote.tags == local.tags == TAGS
+    assert remote.left_out == local.left_out == [(".env", "credential file"), (".github/", "dot-directory"),
+                                                 ("node_modules/", "cache or dependency folder"),
+                                                 ("venv/", "virtualenv or conda environment")]
+    reads = [r.path for r in srv.requests if "/resolve/" in r.path]
+    assert not any("/venv/" in path or path.endswith("/.env") for path in reads)
