@@ -25,6 +25,8 @@ from envtag.hub import upload_files
 from envtag.tagging import plan_folder, write_plan
 from envtag.tree import LocalTree
 from fixture_repos import build, harbor_tasks, jsonl, nemo_row
+from test_action import TOKEN as ACTION_TOKEN
+from test_action import runner, runner_temp  # noqa: F401 - the Action's fixtures
 from test_hub import TOKEN, isolate_hf, start_server
 
 SECRET_ENV = "ENVTAG_HOSTILE_SECRET_4b1d"
@@ -386,3 +388,15 @@ def test_prune_keeps_a_tag_whose_detector_raised(tmp_path):
 
     plan = plan_card((folder / "README.md").read_text(), report, prune=True)
     assert "gem" in card_tags(plan.after) and "gem" in plan.held
+
+
+def test_the_action_check_mode_never_writes_the_environment_into_its_summary(runner):  # noqa: F811
+    """README.md -> /proc/self/environ: the check mode used to put the environment, INPUT_HF_TOKEN included,
+    into the card diff of the job summary."""
+    folder = taskset(runner.workspace / "taskset", card=None)
+    os.symlink("/proc/self/environ", folder / "README.md")
+    run = runner.run({"path": "taskset", "hf-token": ACTION_TOKEN})
+    assert run.outcome == "failure" and run.exit_code == 2
+    assert ACTION_TOKEN not in run.summary and ACTION_TOKEN not in run.log
+    assert "INPUT_HF_TOKEN" not in run.summary and "HF_TOKEN=" not in run.raw
+    assert any("outside" in a.message for a in run.errors())

@@ -1,0 +1,252 @@
+"""Hostile input: each case's wall time and peak memory in one table. Target: every case under 5 s and 300 MB.
+
+Each case builds a small hostile repo (a folder, or a repo on the local Hub-API server of tests/hubserver.py)
+and runs the real CLI on it in a child process; the baseline is the same command on a plain one-task
+taskset, measured in the same run. A case passes when it ends within the limits with the expected exit code.
+
+    python benchmarks/hostile.py [--repeat 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+from generate import USER_ENV  # noqa: E402
+
+LIMIT_S, LIMIT_MB = 5.0, 300.0
+TIMEOUT_S = 120
+
+TASK = {
+    "task.toml": 'version = "1.0"\n[environment]\ndocker_image = "python:3.12"\n',
+    "instruction.md": "Say hello.\n",
+    "tests/test.sh": "#!/bin/sh\nexit 0\n",
+}
+
+
+def write(root: Path, files: dict[str, str | bytes]) -> Path:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    return root
+
+
+def taskset(root: Path) -> Path:
+    """One valid Harbor task and an untagged card: what every hostile case is added to."""
+    return write(root, {**{f"tasks/a/{k}": v for k, v in TASK.items()}, "README.md": "---\nlicense: mit\n---\n"})
+
+
+BILLION_LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8))
+
+
+@dataclass
+class Case:
+    name: str
+    build: Callable[[Path, Any], list[str]]  # builds the repo (a folder under root, or on the Hub server)
+    expect: tuple[int, ...] = (0,)
+    hub: bool = False  # build(root, hub) puts the repo on the local Hub-API server
+
+
+def _card_link(target: str) -> Callable[[Path], list[str]]:
+    def build(root: Path) -> list[str]:
+        folder = taskset(root / "ts")
+        (folder / "README.md").unlink()
+        os.symlink(target, folder / "README.md")
+        return ["tag", str(folder), "--check"]
+    return build
+
+
+def _fifo_card(root: Path) -> list[str]:
+    folder = taskset(root / "ts")
+    (folder / "README.md").unlink()
+    os.mkfifo(folder / "README.md")
+    return ["tag", str(folder), "--check"]
+
+
+def _with(files: dict[str, str | bytes], command: str = "detect") -> Callable[[Path], list[str]]:
+    def build(root: Path) -> list[str]:
+        folder = write(taskset(root / "ts"), files)
+        return [command, str(folder)] + (["--check"] if command == "tag" else [])
+    return build
+
+
+def _deep_tree(root: Path) -> list[str]:
+    folder = taskset(root / "ts")
+    deep = str(folder)
+    for _ in range(1500):
+        deep += "/d"
+        os.mkdir(deep)
+    Path(deep, "leaf.txt").write_text("x")
+    return ["detect", str(folder)]
+
+
+def _venv_inside(root: Path) -> list[str]:
+    from envtag.example import example_path
+
+    folder = taskset(root / "ts")
+    shutil.copytree(example_path(), folder / "venv" / "lib" / "site-packages" / "example_taskset")
+    (folder / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    return ["detect", str(folder)]
+
+
+def _link_cycles(root: Path) -> list[str]:
+    folder = taskset(root / "ts")
+    os.symlink("b", folder / "a")
+    os.symlink("a", folder / "b")
+    os.symlink(".", folder / "tasks" / "self")
+    return ["detect", str(folder)]
+
+
+HUB_TOKEN = "hf_hostile_benchmark_token"
+CARD = "---\nlicense: mit\npretty_name: Tasks\n---\n# Tasks\n\n" + "Body text.\n" * 200
+
+
+def _hub_repo(name: str, fault: Callable[[Any, str], None], command: str,
+              *flags: str) -> Callable[[Path, Any], list[str]]:
+    """A one-task repo on the local Hub server, made hostile by ``fault(hub, repo_id)``."""
+    def build(root: Path, hub: Any) -> list[str]:
+        repo = f"alice/{name}"
+        hub.create_repo(repo, files={**{f"tasks/a/{k}": v for k, v in TASK.items()}, "README.md": CARD})
+        fault(hub, repo)
+        return [command, f"hf://datasets/{repo}", *flags]
+    return build
+
+
+VERIFIERS_PYPROJECT = '[project]\nname = "env"\ndependencies = ["verifiers"]\n'
+
+CASES = [
+    Case("baseline: one task, detect", lambda root: ["detect", str(taskset(root / "ts"))]),
+    Case("card -> /proc/self/environ", _card_link("/proc/self/environ"), (2,)),
+    Case("card -> /dev/zero", _card_link("/dev/zero"), (2,)),
+    Case("card is a FIFO", _fifo_card, (2,)),
+    Case("billion-laughs openenv.yaml", _with({"envs/e/openenv.yaml": BILLION_LAUGHS + "name: *i\n"})),
+    Case("billion-laughs card header", lambda root: ["tag", str(write(taskset(root / "ts"), {
+        "README.md": "---\n" + BILLION_LAUGHS + "tags: [x]\n---\n"})), "--check"], (1, 2)),
+    Case("JSONL row of 1M nested brackets", _with({"data/train.jsonl": "[" * 1_000_000 + "\n"})),
+    Case("task.toml of 100k nested arrays", _with({"tasks/b/task.toml": "a = " + "[" * 100_000 + "]" * 100_000,
+                                                   "tasks/b/instruction.md": "x", "tasks/b/tests/test.sh": "x"})),
+    Case("root pyproject.toml nested 100k deep", _with({"pyproject.toml": "a = " + "[" * 100_000 + "]" * 100_000})),
+    Case("registry.json nested 1M deep", _with({"registry.json": "[" * 1_000_000})),
+    Case("Verifiers source: `class A(aaa...` 1 MB",
+         _with({"env/pyproject.toml": VERIFIERS_PYPROJECT, "env/env.py": "class A(" + "a" * 1_000_000})),
+    Case("Verifiers source: 1 MB of `__all__:` lines",
+         _with({"env/pyproject.toml": VERIFIERS_PYPROJECT, "env/env.py": "__all__:\n" * 110_000})),
+    Case("1,500-level folder tree", _deep_tree),
+    Case("virtualenv inside the taskset", _venv_inside),
+    Case("link cycles and links to folders", _link_cycles),
+    Case("Hub listing whose next link cycles", _hub_repo(
+        "cycle", lambda hub, repo: hub.listing_faults.__setitem__(repo, "cycle"), "detect"), (2,), hub=True),
+    Case("Hub listing that never ends", _hub_repo(
+        "endless", lambda hub, repo: hub.listing_faults.__setitem__(repo, "endless"), "detect"), (2,), hub=True),
+    Case("Hub listing says README.md is 40 bytes", _hub_repo(
+        "lying", lambda hub, repo: hub.listing_sizes.__setitem__((repo, "README.md"), 40), "tag", "--dry-run"),
+        hub=True),
+]
+
+
+def timed(args: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """(seconds, peak RSS in MB, exit code) of ``envtag ARGS`` in a child process, killed after TIMEOUT_S."""
+    start = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "envtag", *args], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    timer = threading.Timer(TIMEOUT_S, process.kill)
+    timer.start()
+    try:
+        _, status, usage = os.wait4(process.pid, 0)
+    finally:
+        timer.cancel()
+    elapsed = time.perf_counter() - start
+    process.returncode = code = os.waitstatus_to_exitcode(status)  # negative: killed by a signal
+    return elapsed, usage.ru_maxrss / 1024, code
+
+
+def measure(repeat: int = 1) -> dict:
+    from hubserver import HubServer
+
+    hub = HubServer().start()
+    hub.add_token(HUB_TOKEN, namespaces=["alice"])
+    env = {**USER_ENV, "ENVTAG_PLUGINS": "", "HF_ENDPOINT": hub.url, "HF_TOKEN": HUB_TOKEN,
+           "ENVTAG_RETRY_BASE_SECONDS": "0.01", "HF_HUB_DISABLE_TELEMETRY": "1"}
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="envtag-hostile-") as work:
+        env["HF_HOME"] = os.path.join(work, "hf-home")
+        for index, case in enumerate(CASES):
+            root = Path(work, str(index))
+            root.mkdir()
+            args = case.build(root, hub) if case.hub else case.build(root)
+            runs = [timed(args, env) for _ in range(repeat)]
+            seconds = min(r[0] for r in runs)
+            peak = max(r[1] for r in runs)
+            code = runs[-1][2]
+            ok = seconds < LIMIT_S and peak < LIMIT_MB and code in case.expect
+            rows.append({"case": case.name, "seconds": round(seconds, 2), "peak_mb": round(peak, 1),
+                         "exit": code, "ok": ok})
+            _remove(root)
+    hub.stop()
+    baseline = rows[0]["seconds"]
+    for row in rows:
+        row["ratio"] = round(row["seconds"] / baseline, 2)
+    return {"cases": rows, "all_ok": all(r["ok"] for r in rows),
+            "worst_ratio": max(r["ratio"] for r in rows[1:]), "limit_s": LIMIT_S, "limit_mb": LIMIT_MB}
+
+
+def _remove(root: Path) -> None:
+    """rmtree without recursion (one case is 1,500 folders deep)."""
+    for current, dirs, files in os.walk(root, topdown=False) if sys.version_info >= (3, 12) else _walk_up(root):
+        for name in files:
+            os.unlink(os.path.join(current, name))
+        for name in dirs:
+            path = os.path.join(current, name)
+            os.unlink(path) if os.path.islink(path) else os.rmdir(path)
+    os.rmdir(root)
+
+
+def _walk_up(root: Path):
+    """os.walk(topdown=False) without recursion, for Python < 3.12."""
+    stack, order = [str(root)], []
+    while stack:
+        current = stack.pop()
+        entries = list(os.scandir(current))
+        dirs = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+        files = [e.name for e in entries if not e.is_dir(follow_symlinks=False)]
+        order.append((current, dirs, files))
+        stack.extend(os.path.join(current, d) for d in dirs)
+    return reversed(order)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args()
+    result = measure(args.repeat)
+    width = max(len(r["case"]) for r in result["cases"])
+    print(f"{'case'.ljust(width)}  {'seconds':>8}  {'x base':>7}  {'peak MB':>8}  exit  ok")
+    for row in result["cases"]:
+        print(f"{row['case'].ljust(width)}  {row['seconds']:>8}  {row['ratio']:>7}  {row['peak_mb']:>8}  "
+              f"{row['exit']:>4}  {'yes' if row['ok'] else 'NO'}")
+    print(f"\nevery case under {LIMIT_S} s and {LIMIT_MB} MB with the expected exit code: "
+          f"{'OK' if result['all_ok'] else 'MISSED'}")
+    print(json.dumps({k: v for k, v in result.items() if k != "cases"}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
