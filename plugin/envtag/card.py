@@ -331,7 +331,9 @@ def _parse(text: str, path: Any) -> _Header | None:
                 index = where
                 if isinstance(value, yaml.SequenceNode) and position < len(value.value):
                     index = value.value[position].start_mark.index
-                raise fail(f"tags: item {item!r} is not a string", index)
+                what = "empty (a `-` with nothing after it)" if item is None else \
+                    f"{item!r}, a {type(item).__name__}, not a tag name (quote it: '{item}')"
+                raise fail(f"tags: item {position + 1} is {what}; write a tag name or remove the line", index)
             tags.append(item)
     else:
         kind = "a mapping" if isinstance(raw, dict) else f"a {type(raw).__name__}"

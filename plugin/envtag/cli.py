@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from . import __version__
 
 EXIT_OK, EXIT_OUT_OF_DATE, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_BROKEN_PIPE = 141  # what a shell reports for a writer killed by SIGPIPE (`git log | head`)
 
 
 class UsageError(Exception):
@@ -40,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     tag = sub.add_parser("tag", help="write the detected tags into the dataset card (README.md)")
     tag.add_argument("source", nargs="?", help="a folder (default .) or an hf:// repo")
-    tag.add_argument("--rev", help="detect at this git revision (with --check)")
+    tag.add_argument("--rev", help="detect at this git revision, not the files on disk (with --check or --dry-run)")
     tag.add_argument("--check", action="store_true", help="write nothing; exit 1 when the card is out of date")
     tag.add_argument("--native-only", action="store_true", default=None,
                      help="only frameworks that read a layout natively")
@@ -70,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     frameworks.add_argument("--json", action="store_true", help="print one JSON object")
 
     sub.add_parser("demo", help="run envtag on the bundled example taskset (no network, no token)")
+    parser.commands = sub.choices  # type: ignore[attr-defined] - each command's parser, for its own usage errors
     return parser
 
 
@@ -93,15 +95,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
     if args.command is None:
         parser.print_help()
         return EXIT_BAD_INPUT
+    if extra:  # the command's own usage, not the top-level one
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return _dispatch(args)
     except KeyboardInterrupt:
         print("envtag: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `envtag detect | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that the flush at exit does not fail again
+        return EXIT_BROKEN_PIPE
     except Exception as exc:
         known = _bad_input_types()
         if isinstance(exc, known):
@@ -212,18 +220,29 @@ def tag_local(folder: str, *, check: bool, prune: bool, native_only: bool | None
                      "held": plan.held, "changed": out_of_date, "written": wrote})
     else:
         print(human(report))
-        _say_card_outcome(card, report, plan, check=check, dry_run=dry_run, wrote=wrote, prune=prune)
+        fix = fix_command(folder, prune=prune, native_only=native_only)
+        _say_card_outcome(card, report, plan, check=check, dry_run=dry_run, wrote=wrote, prune=prune, fix=fix)
     if check and out_of_date:
         return EXIT_OUT_OF_DATE
     return EXIT_OK
 
 
-def _say_card_outcome(card, report, plan, *, check, dry_run, wrote, prune) -> None:
+def fix_command(source: str, *, prune: bool, native_only: bool | None) -> str:
+    """The ``envtag tag`` command that fixes this card, as the user would type it."""
+    import shlex
+
+    words = ["envtag", "tag"] + ([shlex.quote(source)] if source not in (".", "") else [])
+    words += ["--prune"] if prune else []
+    words += ["--native-only"] if native_only else []
+    return " ".join(words)
+
+
+def _say_card_outcome(card, report, plan, *, check, dry_run, wrote, prune, fix) -> None:
     if not report.tags:
         print(f"{card}: nothing detected, nothing written")
         return
     if plan.stale and not prune:
-        print(f"{card}: stale tags {', '.join(plan.stale)} (no longer detected); --prune removes them")
+        print(f"{card}: stale tags {', '.join(plan.stale)} (no longer detected); `{fix} --prune` removes them")
     for tag, why in plan.held.items():
         print(f"{card}: stale tag {tag} kept although --prune: {why}")
     if not plan.changed:
@@ -234,7 +253,7 @@ def _say_card_outcome(card, report, plan, *, check, dry_run, wrote, prune) -> No
         created = " (created)" if plan.before is None else ""
         print(f"{card}{created}: {summary}")
     elif check:
-        print(f"{card}: out of date: {summary}. Run `envtag tag` to fix it.")
+        print(f"{card}: out of date: {summary}. Run `{fix}` to fix it.")
     else:
         print(f"{card}: would {summary}")
         print(plan.diff(), end="")

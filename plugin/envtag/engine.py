@@ -86,6 +86,11 @@ def run_detectors(tree: Tree, registry: Registry) -> tuple[dict[str, Detection],
 def judge(tree: Tree, registry: Registry, *, native_only: bool, config: Config) -> Report:
     detections, problems = run_detectors(tree, registry)
     problems.extend(config.problems)
+    for key, tags in (("include-tags", config.include_tags), ("exclude-tags", config.exclude_tags)):
+        for tag in tags:
+            if tag not in registry.frameworks:
+                problems.append(Problem("pyproject.toml", f"[tool.envtag] {key} names {tag!r}, which no installed "
+                                        f"plugin registers (known: {', '.join(registry.frameworks)}); ignored"))
     source = tree.name
     # an excluded framework's tag is the user's business: never added, and never pruned either
     known = [tag for tag in registry.known_tags if tag not in config.exclude_tags]

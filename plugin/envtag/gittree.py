@@ -327,8 +327,11 @@ class GitTree(Tree):
         except ValueError:
             if detail and "not a valid object name" not in detail.lower():
                 return f"{self.folder}: cannot read revision {self.rev!r} of {where}: {detail}"
+            shallow = os.path.exists(os.path.join(self.repo.git_dir, "shallow"))
+            hint = (f"; this is a shallow clone: fetch it first (`git fetch --depth=1 origin {self.rev}`, or "
+                    "`fetch-depth: 0` in actions/checkout)") if shallow else ""
             return (f"{self.folder}: bad revision {self.rev!r}: no branch, tag or commit of that name "
-                    f"in the git repository at {where}")
+                    f"in the git repository at {where}{hint}")
         return f"{self.folder}: revision {self.rev!r} of {where} has no folder {self.prefix!r}"
 
     def _resolve_links(self, links: list[str]) -> dict[str, str]:

@@ -62,6 +62,10 @@ def parse_hub_url(url: str, endpoint: str | None = None) -> tuple[str, str, str 
     """
     match = _URL.match(url)
     if not match:
+        kind = re.match(r"^(?:hf://|https?://[^/]+/)(datasets|spaces|models)/([^/@\s]*)/?(?:@.*)?$", url)
+        if kind is not None:  # the kind is there; the owner or the name is not
+            raise TreeError(f"{url}: expected {kind.group(1)}/OWNER/NAME: the repo id has an owner (a user or an "
+                            "organisation) and a name")
         raise TreeError(f"{url}: not a Hub repo address; expected hf://datasets/OWNER/NAME[@REV] or "
                         "hf://spaces/OWNER/NAME")
     if not url.startswith("hf://"):
@@ -71,7 +75,11 @@ def parse_hub_url(url: str, endpoint: str | None = None) -> tuple[str, str, str 
             raise TreeError(f"{url}: {host} is not the Hub envtag talks to ({endpoint}); give the repo as "
                             "hf://datasets/OWNER/NAME, or set HF_ENDPOINT to that Hub")
     kind = match.group("type") or ("models" if url.startswith("hf://") else None)
-    if kind is None or match.group("repo").split("/")[0] in REPO_TYPES:
+    first, _, name = match.group("repo").partition("/")
+    if first in REPO_TYPES and not match.group("type"):  # hf://datasets/NAME: the kind, without an owner
+        raise TreeError(f"{url}: expected {first}/OWNER/NAME: the repo id has an owner (a user or an "
+                        f"organisation), as in {first}/OWNER/{name}")
+    if kind is None:
         raise TreeError(f"{url}: say which kind of repo: .../datasets/OWNER/NAME or .../spaces/OWNER/NAME")
     revision = match.group("rev") or match.group("tree_rev")
     return match.group("repo"), REPO_TYPES[kind], unquote(revision) if revision else None

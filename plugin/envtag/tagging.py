@@ -45,7 +45,8 @@ class CardPlan:
     def diff(self) -> str:
         before = (self.before or "").splitlines(keepends=True)
         after = self.after.splitlines(keepends=True)
-        return "".join(difflib.unified_diff(before, after, f"a/{self.path}", f"b/{self.path}"))
+        old = f"a/{self.path}" if self.before is not None else "/dev/null"  # a new card, as git shows it
+        return "".join(difflib.unified_diff(before, after, old, f"b/{self.path}"))
 
 
 def plan_card(before: str | None, report: Report, *, prune: bool = False, path: str = "README.md") -> CardPlan:
