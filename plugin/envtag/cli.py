@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
+from .sources import is_hub_address
 
 EXIT_OK, EXIT_OUT_OF_DATE, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_BROKEN_PIPE = 141  # what a shell reports for a writer killed by SIGPIPE (`git log | head`)
@@ -17,10 +18,6 @@ EXIT_BROKEN_PIPE = 141  # what a shell reports for a writer killed by SIGPIPE (`
 
 class UsageError(Exception):
     """Bad input: printed on stderr, exit 2, nothing written."""
-
-
-def _is_remote(source: str) -> bool:
-    return source.startswith(("hf://", "https://", "http://"))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,9 +85,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         gc.set_threshold(*thresholds)
         parallel.allow(allowed)
-        gittree = sys.modules.get("envtag.gittree")
-        if gittree is not None:
-            gittree.cancel_listings()  # a hinted git listing the command never used
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -137,11 +131,6 @@ def _bad_input_types() -> tuple[type[BaseException], ...]:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    source = getattr(args, "source", None) or "."
-    if getattr(args, "rev", None) and not _is_remote(source):
-        from .gittree import start_listing  # git lists the revision while the plugins load
-
-        start_listing(source, args.rev)
     _warn_plugin_errors()
     if args.command == "detect":
         return cmd_detect(args)
@@ -183,17 +172,12 @@ def cmd_tag(args: argparse.Namespace) -> int:
     if args.author:
         if args.source:
             raise UsageError("give either SOURCE or --author, not both")
-        from .hub import retag_author
-
         return retag_author(args.author, create_pr=args.create_pr, dry_run=args.dry_run or args.check,
-                            check=args.check,
-                            native_only=args.native_only, prune=args.prune, as_json=args.json)
+                            check=args.check, native_only=args.native_only, prune=args.prune, as_json=args.json)
     source = args.source or "."
-    if _is_remote(source):
+    if is_hub_address(source):
         if args.rev:
             raise UsageError("--rev is for local git folders; write hf://datasets/OWNER/NAME@REV")
-        from .hub import tag_hub_command
-
         return tag_hub_command(source, check=args.check, prune=args.prune, create_pr=args.create_pr,
                                native_only=args.native_only, dry_run=args.dry_run, as_json=args.json)
     if args.create_pr:
@@ -260,9 +244,107 @@ def _say_card_outcome(card, report, plan, *, check, dry_run, wrote, prune, fix) 
 
 
 def cmd_push(args: argparse.Namespace) -> int:
-    from .hub import push_command
+    from .hub import push_to_hub, summarise_left_out
+    from .render import human
 
-    return push_command(args)
+    result = push_to_hub(args.folder, args.repo_id, repo_type=args.repo_type, revision=args.revision,
+                         create_pr=args.create_pr, private=args.private, commit_message=args.commit_message,
+                         native_only=args.native_only, dry_run=args.dry_run, rev=args.rev)
+    if args.json:
+        _print_json({**result.report.to_json(), "repo_id": result.repo_id, "files": result.files,
+                     "unchanged": result.unchanged, "commit_url": result.commit_url, "pr_url": result.pr_url,
+                     "dry_run": result.dry_run, "left_out": [{"path": p, "reason": r} for p, r in result.left_out]})
+        return EXIT_OK
+    print(human(result.report))
+    if result.left_out:
+        print(f"\nLeft out of the upload ({len(result.left_out)} path(s)):")
+        for line in summarise_left_out(result.left_out):
+            print(f"  {line}")
+    target = f"{result.repo_type} {result.repo_id}"
+    if args.dry_run:
+        if not result.repo_exists:
+            print(f"\nDry run: {target} does not exist; push would create it{' (private)' if args.private else ''}")
+        if not result.files:
+            print(f"\nDry run: {target} is up to date; push would make no commit")
+            return EXIT_OK
+        print(f"\nDry run: would commit {len(result.files)} file(s) to {target} ({result.unchanged} unchanged)"
+              f"{' as a pull request' if args.create_pr else ''}; nothing was sent:")
+        for path in result.files[:50]:
+            print(f"  {path}")
+        if len(result.files) > 50:
+            print(f"  ... and {len(result.files) - 50} more")
+        if result.plan.changed:
+            print(result.plan.diff())
+        return EXIT_OK
+    if not result.files:
+        print(f"\n{target}: already up to date, no commit")
+    elif result.pr_url:
+        print(f"\nOpened a pull request on {target}: {result.pr_url}")
+    else:
+        print(f"\nCommitted {len(result.files)} file(s) to {target}: {result.commit_url}")
+    return EXIT_OK
+
+
+def tag_hub_command(source: str, *, check: bool, prune: bool, create_pr: bool, native_only: bool | None,
+                    dry_run: bool, as_json: bool) -> int:
+    from .hub import tag_hub_repo
+    from .render import human
+
+    result = tag_hub_repo(source, create_pr=create_pr, prune=prune, native_only=native_only, dry_run=dry_run or check)
+    plan = result.plan
+    if as_json:
+        _print_json({**result.report.to_json(), "missing": plan.missing, "stale": plan.stale, "held": plan.held,
+                     "changed": result.changed, "commit_url": result.commit_url, "pr_url": result.pr_url})
+        return EXIT_OUT_OF_DATE if check and result.changed else EXIT_OK
+    print(human(result.report))
+    where = f"{source}: README.md"
+    fix = fix_command(source, prune=prune, native_only=native_only)
+    if not result.report.tags:
+        print(f"{where}: nothing detected, nothing written")
+    elif not result.changed:
+        print(f"{where}: up to date")
+    elif check or dry_run:
+        print(f"{where}: out of date: {plan.summary()}" + (f". Run `{fix}` to fix it." if check else ""))
+        if dry_run:
+            print(plan.diff())
+    elif result.pr_url:
+        print(f"{where}: opened a pull request: {result.pr_url}")
+    else:
+        print(f"{where}: committed: {result.commit_url}")
+    if plan.stale and not prune:
+        print(f"{where}: stale tags {', '.join(plan.stale)} (no longer detected); `{fix} --prune` removes them")
+    for tag, why in plan.held.items():
+        print(f"{where}: stale tag {tag} kept although --prune: {why}")
+    return EXIT_OUT_OF_DATE if check and result.changed else EXIT_OK
+
+
+def retag_author(author: str, *, create_pr: bool, dry_run: bool, native_only: bool | None, prune: bool,
+                 as_json: bool, check: bool = False) -> int:
+    """``tag --author``: one row per dataset repo of the owner, then a summary."""
+    from .hub import retag_owner
+
+    def progress(index: int, total: int, repo_id: str) -> None:
+        print(f"\r[{index}/{total}] {repo_id}", end="", file=sys.stderr, flush=True)
+
+    terminal = sys.stderr.isatty()
+    rows = list(retag_owner(author, create_pr=create_pr, dry_run=dry_run, native_only=native_only, prune=prune,
+                            progress=progress if terminal else None))
+    if terminal and rows:
+        print(file=sys.stderr)
+    if as_json:
+        _print_json(rows)
+    else:
+        header = ("repo", "detected", "missing", "stale", "action")
+        table = [header] + [(r["repo"], ",".join(r["tags"][1:]) or "-", ",".join(r["missing"]) or "-",
+                             ",".join(r["stale"]) or "-", (r["action"] + " " + r["detail"]).strip()) for r in rows]
+        widths = [max(len(row[i]) for row in table) for i in range(4)]
+        for row in table:
+            print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4])
+        print(f"{len(rows)} dataset repos of {author}: "
+              f"{sum(r['action'] not in ('up to date', 'nothing detected') for r in rows)} need tags")
+    if any(r["action"] == "error" for r in rows):
+        return EXIT_BAD_INPUT
+    return EXIT_OUT_OF_DATE if check and any(r["action"].startswith("would") for r in rows) else EXIT_OK
 
 
 def cmd_frameworks(args: argparse.Namespace) -> int:

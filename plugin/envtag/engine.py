@@ -8,19 +8,16 @@ from collections.abc import Iterable
 from .config import Config, load_config, load_folder_config
 from .model import Detection, FrameworkReport, NearMiss, Problem, Report, RootReport, Task, unique
 from .plugins import Registry, get_registry
+from .sources import is_hub_address
 from .tree import LocalTree, Tree, TreeError
 
 SAMPLE = 3
 
 
-def _is_url(text: str) -> bool:
-    return text.startswith(("hf://", "http://", "https://"))
-
-
 def open_tree(source: str | os.PathLike, *, rev: str | None = None, skip: Iterable[str] = ()) -> Tree:
     """A Tree for a folder, a folder at a git revision, or an hf:// / https Hub URL."""
     text = os.fspath(source)
-    if _is_url(text):
+    if is_hub_address(text):
         if rev is not None:
             raise TreeError("--rev applies to a local git folder; put the Hub revision in the URL as @REV")
         from .hubtree import HubTree  # lazy: imports huggingface_hub
@@ -39,7 +36,7 @@ def detect(source: str | os.PathLike | Tree, *, native_only: bool | None = None,
     registry = registry or get_registry()
     if isinstance(source, Tree):
         tree = source
-    elif rev is None and not _is_url(os.fspath(source)):
+    elif rev is None and not is_hub_address(os.fspath(source)):
         # a folder: read [tool.envtag] first, so that skipped paths are never walked
         if config is None:
             if not os.path.isdir(source):

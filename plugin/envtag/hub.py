@@ -8,9 +8,8 @@ overwritten: the Hub refuses the commit (412) and envtag says so.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,8 +18,9 @@ from .card import CARD_CAP, CardError, decode_card, read_card
 from .config import load_folder_config
 from .engine import detect
 from .hubclient import Client, HubError
-from .hubtree import HubTree, parse_hub_url
+from .hubtree import HubTree
 from .model import Report
+from .sources import is_hub_address, parse_hub_url
 from .tagging import CardPlan, plan_card, read_tree_card
 from .tree import LocalTree, Tree, TreeError
 
@@ -311,7 +311,7 @@ def tag_hub_repo(repo_id: str, *, repo_type: str = "dataset", revision: str | No
 def _inspect(repo_id: str, *, repo_type: str, revision: str | None, prune: bool, native_only: bool | None,
              token: str | None, endpoint: str | None) -> tuple[HubTree, TagResult]:
     """Open the repo, detect, read its card and plan the edit."""
-    if repo_id.startswith(("hf://", "https://", "http://")):
+    if is_hub_address(repo_id):
         repo_id, repo_type, url_rev = parse_hub_url(repo_id, endpoint=endpoint)
         revision = revision or url_rev
     tree = HubTree(repo_id, repo_type, revision, token=_token(token), endpoint=endpoint)
@@ -362,89 +362,6 @@ def card_operation(source: str | os.PathLike | Report, repo_id: str | None = Non
     return CommitOperationAdd(path_in_repo=CARD, path_or_fileobj=plan.after.encode("utf-8"))
 
 
-# -- command line ----------------------------------------------------------------------------------
-
-def _say(text: str = "") -> None:
-    print(text)
-
-
-def push_command(args) -> int:
-    from .render import human
-
-    result = push_to_hub(args.folder, args.repo_id, repo_type=args.repo_type, revision=args.revision,
-                         create_pr=args.create_pr, private=args.private, commit_message=args.commit_message,
-                         native_only=args.native_only, dry_run=args.dry_run, rev=args.rev)
-    if args.json:
-        print(json.dumps({**result.report.to_json(), "repo_id": result.repo_id, "files": result.files,
-                          "unchanged": result.unchanged, "commit_url": result.commit_url,
-                          "pr_url": result.pr_url, "dry_run": result.dry_run,
-                          "left_out": [{"path": p, "reason": r} for p, r in result.left_out]}, indent=2))
-        return 0
-    _say(human(result.report))
-    if result.left_out:
-        _say(f"\nLeft out of the upload ({len(result.left_out)} path(s)):")
-        for line in summarise_left_out(result.left_out):
-            _say(f"  {line}")
-    target = f"{result.repo_type} {result.repo_id}"
-    if args.dry_run:
-        if not result.repo_exists:
-            _say(f"\nDry run: {target} does not exist; push would create it"
-                 f"{' (private)' if args.private else ''}")
-        if not result.files:
-            _say(f"\nDry run: {target} is up to date; push would make no commit")
-            return 0
-        _say(f"\nDry run: would commit {len(result.files)} file(s) to {target} "
-             f"({result.unchanged} unchanged){' as a pull request' if args.create_pr else ''}; "
-             "nothing was sent:")
-        for path in result.files[:50]:
-            _say(f"  {path}")
-        if len(result.files) > 50:
-            _say(f"  ... and {len(result.files) - 50} more")
-        if result.plan.changed:
-            _say(result.plan.diff())
-        return 0
-    if not result.files:
-        _say(f"\n{target}: already up to date, no commit")
-    elif result.pr_url:
-        _say(f"\nOpened a pull request on {target}: {result.pr_url}")
-    else:
-        _say(f"\nCommitted {len(result.files)} file(s) to {target}: {result.commit_url}")
-    return 0
-
-
-def tag_hub_command(source: str, *, check: bool, prune: bool, create_pr: bool, native_only: bool | None,
-                    dry_run: bool, as_json: bool) -> int:
-    from .render import human
-
-    result = tag_hub_repo(source, create_pr=create_pr, prune=prune, native_only=native_only,
-                          dry_run=dry_run or check)
-    plan = result.plan
-    if as_json:
-        print(json.dumps({**result.report.to_json(), "missing": plan.missing, "stale": plan.stale,
-                          "held": plan.held, "changed": result.changed, "commit_url": result.commit_url,
-                          "pr_url": result.pr_url}, indent=2))
-    else:
-        _say(human(result.report))
-        where = f"{source}: README.md"
-        if not result.report.tags:
-            _say(f"{where}: nothing detected, nothing written")
-        elif not result.changed:
-            _say(f"{where}: up to date")
-        elif check or dry_run:
-            _say(f"{where}: out of date: {plan.summary()}")
-            if dry_run:
-                _say(plan.diff())
-        elif result.pr_url:
-            _say(f"{where}: opened a pull request: {result.pr_url}")
-        else:
-            _say(f"{where}: committed: {result.commit_url}")
-        if plan.stale and not prune:
-            _say(f"{where}: stale tags {', '.join(plan.stale)} (no longer detected); --prune removes them")
-        for tag, why in plan.held.items():
-            _say(f"{where}: stale tag {tag} kept although --prune: {why}")
-    return 1 if check and result.changed else 0
-
-
 def _open_tag_pr(client: Client, repo_id: str) -> str | None:
     """The URL of an open pull request envtag already opened on this repo, if any (no duplicate PRs)."""
     def find() -> str | None:
@@ -458,16 +375,17 @@ def _open_tag_pr(client: Client, repo_id: str) -> str | None:
     return client.call("listing pull requests", repo_id, find)
 
 
-def retag_author(author: str, *, create_pr: bool, dry_run: bool, native_only: bool | None, prune: bool,
-                 as_json: bool, check: bool = False) -> int:
-    """Go through every dataset repo of an owner: report (or propose, one PR each) the missing tags."""
+def retag_owner(author: str, *, create_pr: bool, dry_run: bool, native_only: bool | None, prune: bool,
+                progress: Callable[[int, int, str], None] | None = None) -> Iterator[dict[str, Any]]:
+    """Go through every dataset repo of an owner: commit (or propose, one PR each, never a duplicate) the
+    missing tags. One row per repo: ``repo``, ``tags``, ``missing``, ``stale``, ``action``, ``detail``; a repo
+    that fails is a row with action ``error``, never the end of the sweep."""
     client = Client(token=_token(None))
     repos = client.call("listing datasets", author,
                         lambda: [d.id for d in client.api.list_datasets(author=author)])
-    rows = []
     for index, repo_id in enumerate(repos, 1):
-        if sys.stderr.isatty():
-            print(f"\r[{index}/{len(repos)}] {repo_id}", end="", file=sys.stderr, flush=True)
+        if progress is not None:
+            progress(index, len(repos), repo_id)
         try:
             tree, result = _inspect(repo_id, repo_type="dataset", revision=None, prune=prune,
                                     native_only=native_only, token=None, endpoint=None)
@@ -475,8 +393,7 @@ def retag_author(author: str, *, create_pr: bool, dry_run: bool, native_only: bo
             if result.changed and not dry_run and open_pr is None:
                 _commit_card(tree, result, create_pr=create_pr, commit_message=None)
         except Exception as exc:  # one broken repo must not stop the sweep
-            rows.append({"repo": repo_id, "tags": [], "missing": [], "stale": [], "action": "error",
-                         "detail": str(exc)})
+            yield {"repo": repo_id, "tags": [], "missing": [], "stale": [], "action": "error", "detail": str(exc)}
             continue
         detail = result.pr_url or result.commit_url or ""
         if not result.report.tags:
@@ -489,22 +406,5 @@ def retag_author(author: str, *, create_pr: bool, dry_run: bool, native_only: bo
             action = "would open a PR" if create_pr else "would commit"
         else:
             action = "PR opened" if result.pr_url else "committed"
-        rows.append({"repo": repo_id, "tags": result.report.tags, "missing": result.plan.missing,
-                     "stale": result.plan.stale, "action": action, "detail": detail})
-    if sys.stderr.isatty() and repos:
-        print(file=sys.stderr)
-    if as_json:
-        print(json.dumps(rows, indent=2))
-    else:
-        header = ("repo", "detected", "missing", "stale", "action")
-        table = [header] + [(r["repo"], ",".join(r["tags"][1:]) or "-", ",".join(r["missing"]) or "-",
-                             ",".join(r["stale"]) or "-", (r["action"] + " " + r["detail"]).strip())
-                            for r in rows]
-        widths = [max(len(row[i]) for row in table) for i in range(4)]
-        for row in table:
-            print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4])
-        print(f"{len(rows)} dataset repos of {author}: "
-              f"{sum(r['action'] not in ('up to date', 'nothing detected') for r in rows)} need tags")
-    if any(r["action"] == "error" for r in rows):
-        return 2
-    return 1 if check and any(r["action"].startswith("would") for r in rows) else 0
+        yield {"repo": repo_id, "tags": result.report.tags, "missing": result.plan.missing,
+               "stale": result.plan.stale, "action": action, "detail": detail}

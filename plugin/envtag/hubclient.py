@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from urllib.parse import quote
 
+from .sources import URL_PREFIX
 from .tree import TreeError
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ T = TypeVar("T")
 RETRY_STATUSES = {429, 500, 502, 503, 504}
 ATTEMPTS = 4
 MAX_SLEEP = 30.0
-URL_PREFIX = {"dataset": "datasets/", "space": "spaces/", "model": ""}
 MAX_LISTING_ENTRIES = 10_000_000  # far beyond any real repo; a listing past this is stopped
 MAX_LISTING_PAGES = 100_000  # the Hub sends 1000 entries a page: a listing of tiny pages is stopped too
 PATHS_INFO_BATCH = 1000  # paths per paths-info request when checking whether a commit landed

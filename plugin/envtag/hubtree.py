@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 from urllib.parse import quote
 
-from .sources import REPO_TYPES, parse_hub_url  # noqa: F401 - re-exported
+from .sources import REPO_TYPES, URL_PREFIX, parse_hub_url  # noqa: F401 - re-exported
 from .tree import MAX_READ, FileTooLarge, Tree
 
 SAMPLE_LIMIT = 256  # marker files read per layout on a remote repo
@@ -57,9 +57,8 @@ class HubTree(Tree):
         self.repo_id, self.repo_type = repo_id, repo_type
         self.requested_revision = revision
         self.client = hubclient.Client(token=token, endpoint=endpoint)
-        prefix = {"dataset": "datasets/", "space": "spaces/"}.get(repo_type, "")
         at = f"@{revision}" if revision else ""
-        super().__init__(f"hf://{prefix}{repo_id}{at}", skip)
+        super().__init__(f"hf://{URL_PREFIX.get(repo_type, '')}{repo_id}{at}", skip)
         self.sha = self.client.head_sha(repo_id, repo_type, revision)
         self._sizes: dict[str, int] = {}
         self._cache: dict[str, _Cached] = {}

@@ -19,6 +19,13 @@ _URL = re.compile(
     r"(?:@(?P<rev>[^\s]+)|/tree/(?P<tree_rev>[^\s/]+(?:/pr/\d+)?)/?)?/?$"
 )
 REPO_TYPES = {"datasets": "dataset", "spaces": "space", "models": "model"}
+URL_PREFIX = {"dataset": "datasets/", "space": "spaces/", "model": ""}  # repo type -> its part of a Hub URL
+HUB_SCHEMES = ("hf://", "https://", "http://")
+
+
+def is_hub_address(source: str) -> bool:
+    """Whether a source names a Hub repo (``hf://`` or a web address) rather than a local folder."""
+    return source.startswith(HUB_SCHEMES)
 DEFAULT_ENDPOINT = "https://huggingface.co"
 DEFAULT_HOSTS = {"huggingface.co", "hf.co"}  # the public Hub's web addresses
 _PORTS = {"http": 80, "https": 443}
@@ -87,7 +94,7 @@ def parse_hub_url(url: str, endpoint: str | None = None) -> tuple[str, str, str 
 
 def hub_repo(source: str) -> tuple[str, str] | None:
     """(repo_type, repo_id) when a report's source is a Hub repo, else None: for load commands."""
-    if not source.startswith(("hf://", "http://", "https://")):
+    if not is_hub_address(source):
         return None
     try:
         repo_id, repo_type, _ = parse_hub_url(source)
@@ -98,6 +105,4 @@ def hub_repo(source: str) -> tuple[str, str] | None:
 
 def hub_web_url(repo_type: str, repo_id: str) -> str:
     """The repo's page on the Hub this process talks to (``HF_ENDPOINT``, default huggingface.co)."""
-    endpoint = hub_endpoint()
-    prefix = {"dataset": "datasets/", "space": "spaces/"}.get(repo_type, "")
-    return f"{endpoint}/{prefix}{repo_id}"
+    return f"{hub_endpoint()}/{URL_PREFIX.get(repo_type, '')}{repo_id}"
