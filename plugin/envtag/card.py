@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from .parsing import YamlRefused, parse_yaml
+
 __all__ = [
     "CARD_CAP",
     "CardError",
@@ -39,7 +41,6 @@ _DELIMITER = re.compile(r"---[ \t]*(?:\r\n|\r|\n|\Z)")
 # kept here so a local ``tag --check`` need not import huggingface_hub; tests/test_card.py checks it is the same.
 HUB_HEADER = re.compile(r"^(\s*---(?:\r\n|\r|\n))([\S\s]*?)((?:\r\n|\r|\n)---[ \t]*(\r\n|\n|$))")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_MERGE_TAG = "tag:yaml.org,2002:merge"
 _STR_TAG = "tag:yaml.org,2002:str"
 _ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"}
 
@@ -162,34 +163,6 @@ def new_card(tags: Iterable[str]) -> str:
 # --------------------------------------------------------------------------- parsing
 
 
-class _DuplicateKey(yaml.YAMLError):
-    def __init__(self, key: Any, first: yaml.Node, second: yaml.Node):
-        super().__init__(f"duplicate key {key!r}")
-        self.key = key
-        self.first = first
-        self.second = second
-
-
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys at any depth (PyYAML silently keeps the last one)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        if isinstance(node, yaml.MappingNode):
-            seen: dict[Any, yaml.Node] = {}
-            for key_node, _ in node.value:
-                if key_node.tag == _MERGE_TAG:
-                    continue
-                key = self.construct_object(key_node, deep=True)
-                try:
-                    first = seen.get(key)
-                except TypeError:
-                    continue  # unhashable key: SafeLoader reports it below
-                if first is not None:
-                    raise _DuplicateKey(key, first, key_node)
-                seen[key] = key_node
-        return super().construct_mapping(node, deep=deep)
-
-
 @dataclass
 class _Header:
     """A parsed card header; indexes are positions in the whole card text."""
@@ -279,27 +252,13 @@ def _parse(text: str, path: Any) -> _Header | None:
         return CardError(message, line=line, path=path)
 
     try:
-        data = yaml.load(source, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
-        root = yaml.compose(source, Loader=_Loader)
-    except _DuplicateKey as exc:
-        first = _line_of(text, start + exc.first.start_mark.index)
-        raise fail(
-            f"duplicate key {exc.key!r} in the YAML header (first at line {first})",
-            exc.second.start_mark.index,
-        ) from exc
-    except yaml.reader.ReaderError as exc:
-        raise fail(
-            f"invalid YAML in the card header: character U+{exc.character:04X} is not allowed", exc.position
-        ) from exc
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        if exc.context_mark and (mark is None or mark.index >= len(source)):
-            mark = exc.context_mark  # "unclosed [ at stream end": point at where it was opened
-        problem = "; ".join(part for part in (exc.context, exc.problem) if part)
-        raise fail(f"invalid YAML in the card header: {problem}", mark.index if mark else None) from exc
-    except yaml.YAMLError as exc:
-        raise fail(f"invalid YAML in the card header: {exc}", None) from exc
-
+        root, data = parse_yaml(source)  # one compose; duplicate keys, alias bombs and deep nesting refused
+    except YamlRefused as exc:
+        if exc.first_index is not None:  # a duplicate key: say where it first was
+            first = _line_of(text, start + exc.first_index)
+            raise fail(f"{exc.reason} in the YAML header (first at line {first})", exc.index) from exc
+        kind = "the card header" if exc.limit else "invalid YAML in the card header"
+        raise fail(f"{kind}: {exc.reason}", exc.index) from exc
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -642,8 +601,8 @@ def _hub_view(text: str, start: int, end: int) -> list[tuple[Any, Any]] | None:
     """The other keys as huggingface_hub's card regex sees them: the YAML without its last line break."""
     source = re.sub(r"(?:\r\n|\r|\n)\Z", "", text[start:end])
     try:
-        data = yaml.load(source, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
-    except yaml.YAMLError:
+        data = parse_yaml(source)[1]
+    except YamlRefused:
         return None
     if data is None:
         return []

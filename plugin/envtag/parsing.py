@@ -1,8 +1,14 @@
-"""Parsing marker files safely: capped reads, errors that name the file and the line."""
+"""Parsing marker files safely: capped reads, bounded parses, errors that name the file and the line.
+
+One hostile file is one problem: every way a file can fail to parse (bad syntax, nesting past a parser's
+recursion limit, a YAML alias bomb, the size cap) ends as a ParseFailure carrying a Problem on that file,
+so a detector reports it and still judges every other file.
+"""
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 import sys
 from typing import Any
@@ -15,15 +21,44 @@ try:  # a compiled parser, 15x faster than tomllib on task.toml files; tomllib d
 except ImportError:  # pragma: no cover - platforms without an rtoml wheel
     _fast_toml_loads = None
 
-_TOML_LINE = re.compile(r"at line (\d+)")
+_TOML_LINE = re.compile(r" ?\(at line (\d+)(?:, column \d+)?\)")  # tomllib's position, cut from its message
+# tomllib's time grows with the square of a dotted key's parts and with the depth of the current table
+# (a.b.c... = 1, [a.b.c...]): 32,000 parts take it 8 s and 4 GB. rtoml stops at about 80 levels by itself.
+MAX_TOML_KEY_PARTS = 64
+_TOML_KEY_PART = r"""(?:[A-Za-z0-9_-]+|"(?:[^"\\\n]|\\.)*"|'[^'\n]*')"""
+# a run of MAX_TOML_KEY_PARTS dotted key parts anywhere in a line. Linear: the lookbehind keeps a search from
+# restarting inside a part or right after a dot, a quote or an escape, and each kind of part starts with its
+# own character; an attempt reads at most MAX_TOML_KEY_PARTS parts
+_DEEP_TOML_KEY = re.compile(rf"""(?<![A-Za-z0-9_.'"\\-])(?:{_TOML_KEY_PART}[ \t]*\.[ \t]*){{{MAX_TOML_KEY_PARTS}}}""")
+
+# Aliases let a small YAML text stand for an exponentially large tree (a "billion laughs" bomb); walking,
+# comparing or printing the constructed data pays for the whole tree. Aliases may add this many nodes.
+YAML_ALIAS_BUDGET = 100_000
+_YAML_CHARS_PER_NODE = 100  # a scalar also weighs one node per this many characters
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_NESTED = "nested too deeply to parse safely"
 
 
 class ParseFailure(Exception):
-    """A marker file could not be parsed; carries the Problem to report."""
+    """A marker file could not be parsed; carries the Problem to report. ``limit`` is True when a safety
+    limit refused the file (size cap, nesting, YAML alias budget, unreadable) rather than invalid syntax:
+    the file may still be valid for its framework, so a verdict that skipped it is incomplete."""
 
-    def __init__(self, problem: Problem):
+    def __init__(self, problem: Problem, *, limit: bool = False):
         super().__init__(problem.message)
         self.problem = problem
+        self.limit = limit
+        problem.undecided = problem.undecided or limit  # the engine keeps tags that depend on it (--prune)
+
+
+def short_repr(value: Any, limit: int = 60) -> str:
+    """A short repr() of untrusted data for a message: a scalar cut to ``limit`` characters, anything else
+    named by its type (a repr of a huge or deeply nested value costs time and memory, and helps no one)."""
+    if isinstance(value, str):
+        return repr(value[:limit]) + ("..." if len(value) > limit else "")
+    if value is None or isinstance(value, (bool, float)) or (isinstance(value, int) and value.bit_length() < 200):
+        return repr(value)
+    return f"a {type(value).__name__}"
 
 
 def read_text(tree: Tree, path: str, layout: str | None = None) -> str:
@@ -31,9 +66,10 @@ def read_text(tree: Tree, path: str, layout: str | None = None) -> str:
     try:
         data = tree.read(path)
     except FileTooLarge as exc:
-        raise ParseFailure(Problem(path, str(exc).split(": ", 1)[1], layout=layout)) from None
+        raise ParseFailure(Problem(path, f"{exc.size} bytes is larger than the {exc.cap} byte cap; not read",
+                                   layout=layout), limit=True) from None
     except OSError as exc:
-        raise ParseFailure(Problem(path, f"cannot read: {exc.strerror or exc}", layout=layout)) from None
+        raise ParseFailure(Problem(path, f"cannot read: {exc.strerror or exc}", layout=layout), limit=True) from None
     try:
         text = data.decode("utf-8")  # the C codec; "utf-8-sig" goes through a Python-level decoder
         return text[1:] if text.startswith("\ufeff") else text
@@ -42,13 +78,33 @@ def read_text(tree: Tree, path: str, layout: str | None = None) -> str:
         raise ParseFailure(Problem(path, f"not UTF-8 (byte {exc.start})", line=line, layout=layout)) from None
 
 
+def load_json(tree: Tree, path: str, layout: str | None = None) -> Any:
+    """A parsed JSON file; ParseFailure (and nothing else) when it cannot be."""
+    text = read_text(tree, path, layout)
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        line = getattr(exc, "lineno", None)
+        reason = getattr(exc, "msg", None) or str(exc)
+        raise ParseFailure(Problem(path, f"invalid JSON: {reason}", line=line, layout=layout)) from None
+    except (RecursionError, MemoryError):
+        raise ParseFailure(Problem(path, _NESTED, layout=layout), limit=True) from None
+
+
 def load_toml(tree: Tree, path: str, layout: str | None = None) -> dict[str, Any]:
+    """A parsed TOML file; ParseFailure (and nothing else) when it cannot be. rtoml first (it bounds its
+    own nesting); when it refuses or is missing, tomllib gives the verdict, after a linear check that the
+    text holds no key deep enough to make tomllib quadratic."""
     text = read_text(tree, path, layout)
     if _fast_toml_loads is not None:
         try:
             return _fast_toml_loads(text)
         except Exception:  # rtoml refused: let tomllib give the canonical verdict and line
             pass
+    line = _deep_toml_key_line(text)
+    if line is not None:
+        raise ParseFailure(Problem(path, f"{_NESTED}: a key or table name with more than {MAX_TOML_KEY_PARTS} "
+                                         "dotted parts", line=line, layout=layout), limit=True)
     if sys.version_info >= (3, 11):  # the reference parser, imported when rtoml is missing or refused
         import tomllib
     else:  # pragma: no cover - exercised on 3.10
@@ -58,46 +114,174 @@ def load_toml(tree: Tree, path: str, layout: str | None = None) -> dict[str, Any
     except tomllib.TOMLDecodeError as exc:
         match = _TOML_LINE.search(str(exc))
         line = int(match.group(1)) if match else None
-        message = _TOML_LINE.sub("", str(exc)).replace("()", "").strip().rstrip(",")
+        message = _TOML_LINE.sub("", str(exc)).strip()
         raise ParseFailure(Problem(path, f"invalid TOML: {message}", line=line, layout=layout)) from None
+    except (RecursionError, MemoryError):  # arrays or inline tables nested past Python's recursion limit
+        raise ParseFailure(Problem(path, _NESTED, layout=layout), limit=True) from None
+    except Exception as exc:  # whatever else the parser raises is still this file's problem
+        reason = f"{type(exc).__name__}: {str(exc)[:120]}"  # e.g. an integer of 5,000 digits (ValueError)
+        raise ParseFailure(Problem(path, f"invalid TOML: {reason}", layout=layout)) from None
+
+
+def _deep_toml_key_line(text: str) -> int | None:
+    """The line of a run of more than MAX_TOML_KEY_PARTS dotted key parts (pessimistic: such a run inside a
+    string counts too), or None. Free for the usual file: it needs that many dots in the text."""
+    if text.count(".") < MAX_TOML_KEY_PARTS:
+        return None
+    match = _DEEP_TOML_KEY.search(text)
+    return None if match is None else text.count("\n", 0, match.start()) + 1
+
+
+# -- YAML -----------------------------------------------------------------------------------------
+
+
+class YamlRefused(Exception):
+    """Why ``parse_yaml`` refused a text. ``reason`` holds no position; ``index`` (0-based character in the
+    text) and ``line`` (1-based) say where, when known. ``limit``: a safety limit (the alias budget,
+    nesting), not invalid YAML. A duplicate key also has ``first_index`` / ``first_line``: where the key
+    first appeared (``index`` / ``line`` point at the repeat)."""
+
+    def __init__(self, reason: str, index: int | None = None, line: int | None = None, *, limit: bool = False,
+                 first_index: int | None = None, first_line: int | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.index, self.line, self.limit = index, line, limit
+        self.first_index, self.first_line = first_index, first_line
 
 
 @functools.cache
-def _unique_key_loader() -> type:
-    """A SafeLoader that refuses duplicate mapping keys instead of silently keeping the last. Built on
+def _yaml_loader() -> type:
+    """A SafeLoader that refuses duplicate mapping keys (PyYAML silently keeps the last one). Built on
     first use: PyYAML costs 20 ms to import, and a Harbor or git-revision run may parse no YAML at all."""
     import yaml
 
-    class UniqueKeyLoader(yaml.SafeLoader):
-        pass
-
-    def construct_mapping(loader: UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False):
-        seen: set = set()
-        for key_node, _ in node.value:
-            key = loader.construct_object(key_node, deep=deep)
+    class Loader(yaml.SafeLoader):
+        def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
             try:
-                duplicate = key in seen
-            except TypeError:  # an unhashable key: let PyYAML raise its own error
-                duplicate = False
-            if duplicate:
-                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
-            if not isinstance(key, (list, dict)):
-                seen.add(key)
-        return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+                return super().construct_object(node, deep=deep)
+            except (ValueError, TypeError, OverflowError) as exc:  # int("1" * 5000), the date 2023-02-30
+                mark = node.start_mark  # the innermost node: a scalar whose value Python refuses
+                raise YamlRefused(f"a value cannot be constructed ({str(exc)[:120]})", mark.index,
+                                  mark.line + 1) from None
 
-    UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
-    return UniqueKeyLoader
+        def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[Any, yaml.Node] = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == _MERGE_TAG:
+                        continue  # merged keys may be overridden: only the written keys must be unique
+                    key = self.construct_object(key_node, deep=True)
+                    try:
+                        first = seen.get(key)
+                    except TypeError:
+                        continue  # an unhashable key: SafeLoader reports it
+                    if first is not None:
+                        mark, first_mark = key_node.start_mark, first.start_mark
+                        raise YamlRefused(f"duplicate key {short_repr(key)}", mark.index, mark.line + 1,
+                                          first_index=first_mark.index, first_line=first_mark.line + 1)
+                    seen[key] = key_node
+            return super().construct_mapping(node, deep=deep)
+
+    return Loader
+
+
+def parse_yaml(text: str, budget: int = YAML_ALIAS_BUDGET) -> tuple[Any, Any]:
+    """(root node, data) of a one-document YAML text: PyYAML's composed node (None for an empty document;
+    its marks locate keys and values in ``text``) and the constructed data. Raises YamlRefused, and
+    nothing else, for invalid YAML, a duplicate key, aliases adding more than ``budget`` nodes, a
+    recursive alias, or nesting past Python's recursion limit."""
+    import yaml
+
+    loader = None
+    try:
+        loader = _yaml_loader()(text)  # its reader refuses special characters right away
+        root = loader.get_single_node()  # aliases are shared nodes here: linear in the text
+        if root is None:
+            return None, None
+        merged = _check_aliases(root, budget)
+        data = loader.construct_document(root)
+        for node, value in merged:  # construction flattened the merge keys in place: give back the node as written
+            node.value = value
+        return root, data
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        if exc.context_mark and (mark is None or mark.index >= len(text)):
+            mark = exc.context_mark  # "unclosed [ at stream end": point at where it was opened
+        reason = "; ".join(part for part in (exc.context, exc.problem) if part) or str(exc)
+        raise YamlRefused(reason, *((mark.index, mark.line + 1) if mark else ())) from None
+    except yaml.reader.ReaderError as exc:
+        char = f"U+{exc.character:04X}" if isinstance(exc.character, int) else repr(exc.character)
+        raise YamlRefused(f"character {char} is not allowed", exc.position,
+                          text.count("\n", 0, exc.position) + 1) from None
+    except yaml.YAMLError as exc:
+        raise YamlRefused(str(exc)) from None
+    except (RecursionError, MemoryError):
+        raise YamlRefused(_NESTED, limit=True) from None
+    except (ValueError, TypeError, OverflowError) as exc:  # raised outside construct_object, if ever
+        raise YamlRefused(f"a value cannot be constructed ({str(exc)[:120]})") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
+def _check_aliases(root: Any, budget: int) -> list[tuple[Any, list]]:
+    """Refuse a node graph whose aliases add more than ``budget`` nodes once expanded, or that contains
+    itself; return the mapping nodes holding merge keys (``<<``) with their entries as written.
+
+    One pass over the composed graph, memoised per node: size(node) = its weight + the sizes of its
+    children, and every reference to a node already seen adds that node's size. Sizes saturate just past
+    the budget, so the arithmetic stays small however large the expansion."""
+    import yaml
+
+    cap = budget + 1
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()  # nodes whose children are being sized: meeting one again is a cycle
+    merged: list[tuple[Any, list]] = []
+    added = 0
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, leaving = stack.pop()
+        key = id(node)
+        if leaving:
+            on_path.discard(key)
+            if isinstance(node, yaml.MappingNode):
+                total = 1 + sum(sizes[id(k)] + sizes[id(v)] for k, v in node.value)
+            else:
+                total = 1 + sum(sizes[id(child)] for child in node.value)
+            sizes[key] = min(total, cap)
+            continue
+        if key in sizes:  # a second reference: an alias expands a copy of it
+            added += sizes[key]
+            if added > budget:
+                raise YamlRefused(f"YAML aliases expand to more than {budget} nodes (a YAML bomb?)",
+                                  node.start_mark.index, node.start_mark.line + 1, limit=True)
+            continue
+        if key in on_path:
+            raise YamlRefused("a YAML alias refers to a node that contains it (a recursive structure)",
+                              node.start_mark.index, node.start_mark.line + 1, limit=True)
+        if isinstance(node, yaml.ScalarNode):
+            sizes[key] = min(1 + len(node.value) // _YAML_CHARS_PER_NODE, cap)
+            continue
+        on_path.add(key)
+        stack.append((node, True))
+        if isinstance(node, yaml.MappingNode):
+            if any(k.tag == _MERGE_TAG for k, _ in node.value):
+                merged.append((node, list(node.value)))
+            for k, v in node.value:
+                stack.append((v, False))
+                stack.append((k, False))
+        else:
+            stack.extend((child, False) for child in node.value)
+    return merged
 
 
 def load_yaml(tree: Tree, path: str, layout: str | None = None) -> Any:
+    """A parsed YAML file (see parse_yaml); ParseFailure (and nothing else) when it cannot be."""
     text = read_text(tree, path, layout)
-    loader = _unique_key_loader()
-    import yaml
-
     try:
-        return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        reason = getattr(exc, "problem", None) or str(exc)
-        raise ParseFailure(Problem(path, f"invalid YAML: {reason}", line=line, layout=layout)) from None
+        return parse_yaml(text)[1]
+    except YamlRefused as exc:
+        message = exc.reason if exc.limit else f"invalid YAML: {exc.reason}"
+        if exc.first_line is not None:
+            message += f" (first at line {exc.first_line})"
+        raise ParseFailure(Problem(path, message, line=exc.line, layout=layout), limit=exc.limit) from None

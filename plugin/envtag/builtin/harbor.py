@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 from ..hookspecs import hookimpl
 from ..model import Detection, Framework, Layout, Problem, Task
 from ..parallel import split_map
-from ..parsing import ParseFailure, load_toml, load_yaml
+from ..parsing import ParseFailure, load_json, load_toml, load_yaml, short_repr
 from ..sources import hub_repo, hub_web_url
 from ..tree import Tree, join, parent
 
@@ -81,9 +80,11 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def check_task(tree: Tree, d: str, config: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
-    """What a task directory lacks (empty when valid) and the facts readers need. Runs once per task of
-    a 100,000-task repo: set lookups on the listing, no per-task helper calls in the common case."""
+def check_task(tree: Tree, d: str, config: dict[str, Any],
+               notes: list[Problem] | None = None) -> tuple[list[str], dict[str, Any]]:
+    """What a task directory lacks (empty when valid) and the facts readers need; problems with files
+    that do not decide the task (a docker-compose.yaml that does not parse) go to ``notes``. Runs once per
+    task of a 100,000-task repo: set lookups on the listing, no per-task helper calls in the common case."""
     missing: list[str] = _type_errors(config)
     if "task" in config:
         task = config["task"] if isinstance(config["task"], dict) else {}
@@ -91,7 +92,7 @@ def check_task(tree: Tree, d: str, config: dict[str, Any]) -> tuple[list[str], d
         if name is None:
             missing.append("[task].name (required when [task] is present)")
         elif not isinstance(name, str) or not NAME_RE.match(name) or ".." in name:
-            missing.append(f"[task].name {name!r} is not of the form org/name")
+            missing.append(f"[task].name {short_repr(name)} is not of the form org/name")
         if "version" in task and not (isinstance(task["version"], str) and task["version"].strip()):
             missing.append("[task].version must be a non-empty string")
     files = tree.files()
@@ -108,7 +109,8 @@ def check_task(tree: Tree, d: str, config: dict[str, Any]) -> tuple[list[str], d
             missing.append("environment/ (or [environment].docker_image)")
         else:
             empty_environment = not tree.holds_files(prefix + "environment")
-    scripts = ("test.sh",) if "os" not in env else _script_names(str(env["os"]).lower())
+    os_name = env.get("os")
+    scripts = _script_names(os_name.lower()) if isinstance(os_name, str) else ("test.sh",)
     bundled = _tests_bundled(tree, d, config, verifier) if verifier else False
     shared_script = any(f"{prefix}tests/{s}" in files for s in scripts)
     steps = config.get("steps")
@@ -121,7 +123,7 @@ def check_task(tree: Tree, d: str, config: dict[str, Any]) -> tuple[list[str], d
                 missing.append(f"[[steps]] entry {index + 1} has no name")
                 continue
             if not STEP_NAME_RE.match(step_name) or step_name.lower() in seen:
-                missing.append(f"[[steps]] name {step_name!r} is not a unique portable name")
+                missing.append(f"[[steps]] name {short_repr(step_name)} is not a unique portable name")
                 continue
             seen.add(step_name.lower())
             bundled = _tests_bundled(tree, d, config, verifier, step)
@@ -140,7 +142,7 @@ def check_task(tree: Tree, d: str, config: dict[str, Any]) -> tuple[list[str], d
     facts = {
         "docker_image": has_image,
         "multi_step": multi_step,
-        "compose_main": compose and _compose_main(tree, prefix),
+        "compose_main": compose and _compose_main(tree, prefix, notes),
         "dockerfile": prefix + "environment/Dockerfile" in files,
         "verifier_user": bool(verifier.get("user")),
         "registry": False,
@@ -150,15 +152,18 @@ def check_task(tree: Tree, d: str, config: dict[str, Any]) -> tuple[list[str], d
     return missing, facts
 
 
-def _compose_main(tree: Tree, prefix: str) -> bool:
-    """True when environment/docker-compose.yaml has a ``main`` service with ``image`` or ``build``."""
+def _compose_main(tree: Tree, prefix: str, notes: list[Problem] | None = None) -> bool:
+    """True when environment/docker-compose.yaml has a ``main`` service with ``image`` or ``build``; when
+    the file does not parse, False, with the reason in ``notes``."""
     for name in ("docker-compose.yaml", "docker-compose.yml"):
         path = f"{prefix}environment/{name}"
         if path not in tree.files():
             continue
         try:
             data = load_yaml(tree, path, LAYOUT)
-        except ParseFailure:
+        except ParseFailure as exc:
+            if notes is not None:
+                notes.append(exc.problem)
             return False
         services = data.get("services") if isinstance(data, dict) else None
         main = services.get("main") if isinstance(services, dict) else None
@@ -230,7 +235,9 @@ def _judge_tasks(tree: Tree, to_read: set[str], task_dirs: Sequence[str]) -> lis
             except ParseFailure as exc:
                 verdicts.append(exc.problem)
                 continue
-            missing, facts = check_task(tree, d, config)
+            notes: list[Problem] = []
+            missing, facts = check_task(tree, d, config, notes)
+            verdicts.extend(notes)
         else:
             missing, facts = _structure_only(tree, d)
         if missing:
@@ -279,8 +286,9 @@ def _evidence(tree: Tree, found: Detection) -> None:
     task_dirs = {t.path for t in found.tasks}
     if tree.is_file("registry.json"):
         try:
-            registry = json.loads(tree.read("registry.json"))
-        except (ValueError, OSError, Exception):
+            registry = load_json(tree, "registry.json", LAYOUT)
+        except ParseFailure as exc:  # the Verifiers reader depends on it: say why it was not read
+            found.problems.append(exc.problem)
             registry = None
         listed = _registry_paths(registry)
         hits = [p for p in listed if p in task_dirs]
@@ -292,8 +300,10 @@ def _evidence(tree: Tree, found: Detection) -> None:
                 found.add_evidence(root, f"registry.json lists {sum(parent(p) == root for p in hits)} of its tasks")
     if tree.is_file("dataset.toml"):
         try:
-            data = load_toml(tree, "dataset.toml")
-        except ParseFailure:
+            data = load_toml(tree, "dataset.toml", LAYOUT)
+        except ParseFailure as exc:
+            if exc.limit:  # only evidence: a file that is not TOML stays silent, a refused one does not
+                found.problems.append(exc.problem)
             data = {}
         dataset = data.get("dataset")
         if isinstance(dataset, dict) and isinstance(dataset.get("name"), str) and NAME_RE.match(dataset["name"]):
@@ -301,8 +311,10 @@ def _evidence(tree: Tree, found: Detection) -> None:
                 found.add_evidence(root, f"dataset.toml names the dataset {dataset['name']!r}")
     if tree.is_file("eval.yaml"):
         try:
-            data = load_yaml(tree, "eval.yaml")
-        except ParseFailure:
+            data = load_yaml(tree, "eval.yaml", LAYOUT)
+        except ParseFailure as exc:
+            if exc.limit:
+                found.problems.append(exc.problem)
             data = None
         if isinstance(data, dict) and data.get("evaluation_framework") == "harbor":
             for root in sorted(roots):

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..hookspecs import hookimpl
 from ..model import Detection, Framework, Layout, Problem, Task
-from ..parsing import ParseFailure, load_yaml
+from ..parsing import ParseFailure, load_yaml, short_repr
 from ..sources import hub_repo
 from ..tree import Tree, parent
 
@@ -97,7 +97,7 @@ def _params_error(params: Any) -> str | None:
         return "responses_create_params.input is neither a string nor a list"
     for key, value in params.items():
         if key not in _PARAM_TYPES:
-            return f"responses_create_params has the unknown key {key!r} (NeMo Gym forbids extra keys)"
+            return f"responses_create_params has the unknown key {short_repr(key)} (NeMo Gym forbids extra keys)"
         types, nullable = _PARAM_TYPES[key]
         if value is None:
             if not nullable:
@@ -132,13 +132,14 @@ def _item_error(item: Any) -> str | None:
         return "is not an object"
     kind = item.get("type")
     if kind is None or kind == "message":
-        if item.get("role") not in _ROLES:
+        role = item.get("role")
+        if not isinstance(role, str) or role not in _ROLES:  # a list or an object is unhashable: no set lookup
             return "is a message without a valid role"
         if "content" not in item or not isinstance(item["content"], (str, list)):
             return "is a message without content"
         return None
-    if kind not in _ITEM_TYPES:
-        return f"has unknown type {kind!r}"
+    if not isinstance(kind, str) or kind not in _ITEM_TYPES:
+        return f"has unknown type {short_repr(kind)}"
     return None
 
 
@@ -154,11 +155,13 @@ class _FileCheck:
         self.nemo_rows = 0
         self.materialised = 0
         self.first_bad: tuple[int, str] | None = None
+        self.undecided = False  # a row past the line cap was not judged: NeMo Gym may read it
 
     def too_long(self, number: int) -> None:
         self.rows += 1
         if self.first_bad is None:
             self.first_bad = (number, f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB")
+            self.undecided = True
 
     def line(self, number: int, raw: bytes) -> None:
         self.rows += 1
@@ -172,6 +175,8 @@ class _FileCheck:
                 row = json.loads(raw)
             except ValueError:
                 row, problem = None, "not valid JSON"
+            except (RecursionError, MemoryError):  # e.g. [[[[... 100,000 deep: NeMo Gym's json.loads fails too
+                row, problem = None, "nested too deeply to parse safely"
             else:
                 problem = row_error(row)
         if _is_nemo_row(row):
@@ -187,8 +192,9 @@ def _check_file(tree: Tree, path: str) -> tuple[_FileCheck, int, bool]:
     check = _FileCheck()
     size = tree.size(path)
     if not tree.full_reads:
-        head = tree.read_head(path, min(size, REMOTE_HEAD_BYTES))
-        complete = len(head) >= size
+        head = tree.read_head(path, REMOTE_HEAD_BYTES)  # not min(size, ...): a listed size can lie
+        complete = len(head) < REMOTE_HEAD_BYTES
+        size = max(size, len(head))
         lines = head.split(b"\n")
         if complete:
             if lines and lines[-1] == b"":
@@ -239,15 +245,19 @@ def detect(tree: Tree) -> Detection:
         try:
             check, count, exact = _check_file(tree, path)
         except OSError as exc:
-            found.problems.append(Problem(path, f"cannot read: {exc}", layout=LAYOUT))
+            found.problems.append(Problem(path, f"cannot read: {exc}", layout=LAYOUT, undecided=True))
             continue
         if check.nemo_rows == 0:
-            continue  # a plain chat or QA file: simply not NeMo Gym
+            if check.undecided:  # a row too long to judge: it could be a NeMo Gym row
+                line, why = check.first_bad
+                found.problems.append(Problem(path, f"line {line} is {why}: not judged", line=line, layout=LAYOUT,
+                                              undecided=True))
+            continue  # else a plain chat or QA file: simply not NeMo Gym
         if check.first_bad is not None:
             line, why = check.first_bad
             found.problems.append(Problem(
                 path, f"NeMo Gym rows but not a valid NeMo Gym file: line {line}: {why}",
-                line=line, layout=LAYOUT, framework="nemo-gym"))
+                line=line, layout=LAYOUT, framework="nemo-gym", undecided=check.undecided))
             continue
         task = Task(path=path, root=parent(path), count=count, facts={"exact_count": exact,
                                                                       "materialised_rows": check.materialised})
@@ -261,8 +271,10 @@ def _config_evidence(tree: Tree, found: Detection) -> None:
     configs = [p for p in tree.with_suffix((".yaml", ".yml")) if "config" in p.lower()]
     for path in sorted(configs)[:CONFIG_SCAN_LIMIT]:
         try:
-            data = load_yaml(tree, path)
-        except ParseFailure:
+            data = load_yaml(tree, path, LAYOUT)
+        except ParseFailure as exc:
+            if exc.limit:  # a YAML bomb or an oversized file is worth a word; a template that is not YAML is not
+                found.problems.append(exc.problem)
             continue
         if _mentions_gym(data):
             for root in sorted({t.root for t in found.tasks}):

@@ -6,7 +6,7 @@ import shlex
 
 from ..hookspecs import hookimpl
 from ..model import Detection, Framework, Layout, Problem, Task
-from ..parsing import ParseFailure, load_yaml
+from ..parsing import ParseFailure, load_yaml, short_repr
 from ..sources import hub_repo
 from ..tree import Tree, join, parent
 from .harbor import LAYOUT as HARBOR_LAYOUT
@@ -58,7 +58,9 @@ def detect(tree: Tree) -> Detection:
                 path, "OpenEnv manifest but the environment lacks " + ", ".join(missing) + "; not tagged",
                 layout=LAYOUT, framework="openenv"))
             continue
-        facts = {"name": str(manifest["name"]), "spec_version": manifest.get("spec_version")}
+        name = manifest["name"]  # any truthy value passes; str() of a large one would cost its whole size
+        facts = {"name": name if isinstance(name, str) else short_repr(name),
+                 "spec_version": manifest.get("spec_version")}
         found.tasks.append(Task(path=d, root=env_root(d), facts=facts))
     for path in tree.named("openenv.yml"):
         found.problems.append(Problem(path, "openenv.yml has the wrong extension: OpenEnv reads openenv.yaml",

@@ -7,7 +7,7 @@ import shlex
 
 from ..hookspecs import hookimpl
 from ..model import Detection, Framework, Layout, NearMiss, Problem, Task
-from ..parsing import ParseFailure, load_toml, read_text
+from ..parsing import ParseFailure, load_toml, read_text, short_repr
 from ..sources import hub_repo, hub_web_url
 from ..tree import Tree, basename, join, parent
 from .harbor import LAYOUT as HARBOR_LAYOUT
@@ -16,9 +16,14 @@ from .nemo_gym import LAYOUT as NEMO_LAYOUT
 LAYOUT = "verifiers-env"
 MAX_SOURCES = 200  # Python files read per package
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
+# Sources are scanned with line-anchored patterns whose quantifiers never overlap, so each attempt costs at
+# most its line; a bracketed span (class bases, an __all__ list) is closed by one forward search (_taskset_classes).
 _LOAD_ENV = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+load_environment[ \t]*\(", re.MULTILINE)
-_TASKSET_CLASS = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*?\w*Taskset\b[^)]*)\)", re.MULTILINE)
-_ALL = re.compile(r"^__all__\s*(?::[^=]*)?=\s*[\[(]([^\])]*)[\])]", re.MULTILINE)
+_CLASS = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
+_ALL = re.compile(r"^__all__[ \t]*(?::[^=\n]*)?=[ \t]*[\[(]", re.MULTILINE)  # also __all__: list[str] = [
+_TASKSET = re.compile(r"Taskset\b")  # class X(vf.Taskset), class X(MyTaskset, Generic[T])
+_CLOSE_ALL = re.compile(r"[\])]")
+_QUOTED_NAME = re.compile(r"['\"](\w+)['\"]")
 
 
 def normalise(name: str) -> str:
@@ -68,9 +73,8 @@ def convention(tree: Tree, d: str, nested: set[str]) -> tuple[str | None, list[P
         if _LOAD_ENV.search(text):
             return "v0", problems
         # v1: a Taskset subclass defined in one module and exported by __all__, often of __init__.py
-        classes |= {m.group(1) for m in _TASKSET_CLASS.finditer(text)}
-        for match in _ALL.finditer(text):
-            exported |= set(re.findall(r"['\"](\w+)['\"]", match.group(1)))
+        classes |= _taskset_classes(text)
+        exported |= _exported(text)
     tasksets = classes & exported
     if len(tasksets) > 1:
         problems.append(Problem(join(d, "pyproject.toml"),
@@ -79,6 +83,35 @@ def convention(tree: Tree, d: str, nested: set[str]) -> tuple[str | None, list[P
                                 framework="verifiers"))
         return "ambiguous", problems
     return ("v1" if tasksets else None), problems
+
+
+def _taskset_classes(text: str) -> set[str]:
+    """Names of the classes whose bases (up to the first ``)``, across lines) mention a Taskset. Linear:
+    the search only moves forward, and once no ``)`` is left, no later class can close its bases either."""
+    names: set[str] = set()
+    position = 0
+    while match := _CLASS.search(text, position):
+        close = text.find(")", match.end())
+        if close < 0:
+            break
+        if _TASKSET.search(text, match.end(), close):
+            names.add(match.group(1))
+        position = close + 1
+    return names
+
+
+def _exported(text: str) -> set[str]:
+    """Quoted names of the module's ``__all__ = [...]`` (or ``(...)``, annotated, over several lines), each
+    list ending at its first closing bracket. Linear, as in _taskset_classes."""
+    names: set[str] = set()
+    position = 0
+    while match := _ALL.search(text, position):
+        close = _CLOSE_ALL.search(text, match.end())
+        if close is None:
+            break
+        names.update(_QUOTED_NAME.findall(text, match.end(), close.start()))
+        position = close.end()
+    return names
 
 
 def has_module(tree: Tree, d: str, project_name: str) -> bool:
@@ -101,7 +134,7 @@ def detect(tree: Tree) -> Detection:
         try:
             pyproject = load_toml(tree, path, LAYOUT)
         except ParseFailure as exc:
-            if "verifiers" in exc.problem.message or _mentions_verifiers(tree, path):
+            if exc.limit or "verifiers" in exc.problem.message or _mentions_verifiers(tree, path):
                 found.problems.append(exc.problem)
             continue
         if not depends_on_verifiers(pyproject):
@@ -116,15 +149,17 @@ def detect(tree: Tree) -> Detection:
                 path, "depends on verifiers but no source defines load_environment( or exports a Taskset "
                 "subclass in __all__; not a Verifiers environment", layout=LAYOUT, framework="verifiers"))
             continue
-        project = pyproject.get("project", {})
+        project = pyproject["project"]  # a table: depends_on_verifiers says so
         name = project.get("name") if isinstance(project.get("name"), str) else basename(d)
         if not has_module(tree, d, name):
             found.problems.append(Problem(
-                path, f"project {name!r} has no module {name.replace('-', '_')!r} (a folder or .py, also under "
-                "src/); Verifiers imports the environment by that name", layout=LAYOUT, framework="verifiers"))
+                path, f"project {short_repr(name)} has no module {short_repr(name.replace('-', '_'))} (a folder or "
+                ".py, also under src/); Verifiers imports the environment by that name", layout=LAYOUT,
+                framework="verifiers"))
             continue
+        tool = pyproject.get("tool")
         facts = {"convention": style, "name": name,
-                 "tool_table": isinstance(pyproject.get("tool", {}).get("verifiers"), dict)}
+                 "tool_table": isinstance(tool, dict) and isinstance(tool.get("verifiers"), dict)}
         found.tasks.append(Task(path=d, root="." if d == "." else parent(d), facts=facts))
         if facts["tool_table"]:
             found.add_evidence(found.tasks[-1].root, f"{path} has a [tool.verifiers] table")
