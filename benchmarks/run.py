@@ -29,6 +29,8 @@ BENCHMARKS = [
      "detect --rev / floor (ls-tree + cat-file --batch)", "<= 2"),
     ("startup", {"repeat": 15}, {"repeat": 5}, "ratio",
      "envtag tag --check / python -c pass", "no target; no heavy import"),
+    ("hostile", {"repeat": 3}, {"repeat": 1}, "worst_ratio",
+     "worst hostile case / one-task detect (all < 5 s, 300 MB)", "all_ok"),
 ]
 
 

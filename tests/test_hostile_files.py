@@ -400,3 +400,25 @@ def test_the_action_check_mode_never_writes_the_environment_into_its_summary(run
     assert ACTION_TOKEN not in run.summary and ACTION_TOKEN not in run.log
     assert "INPUT_HF_TOKEN" not in run.summary and "HF_TOKEN=" not in run.raw
     assert any("outside" in a.message for a in run.errors())
+
+
+def test_the_action_push_mode_publishes_the_released_git_tree(runner):  # noqa: F811
+    """git-rev: the Action uploads the committed tree of the release, nothing untracked, no local edit, and
+    says what it left out."""
+    from hubserver import HubServer
+
+    folder = taskset(runner.workspace / "taskset")
+    git(folder, "init", "-q", "-b", "main")
+    git(folder, "add", "-A")
+    git(folder, "commit", "-q", "-m", "release")
+    build(folder, {"scratch.txt": "not released\n", ".env": "HF_TOKEN=x\n", "tasks/a/instruction.md": "edited\n"})
+    with HubServer() as hub:
+        hub.add_token(ACTION_TOKEN, namespaces=["alice"])
+        run = runner.run({"mode": "push", "path": "taskset", "repo-id": "alice/rel", "git-rev": "HEAD",
+                          "hf-token": ACTION_TOKEN}, {"HF_ENDPOINT": hub.url})
+        assert run.outcome == "success", run.log
+        files = hub.files("alice/rel")
+    assert "scratch.txt" not in files and ".env" not in files
+    assert files["tasks/a/instruction.md"] != b"edited\n"
+    assert card_tags(files["README.md"].decode()) == ["rl-environment", "harbor", "openenv"]
+    assert ACTION_TOKEN not in run.log
