@@ -336,7 +336,7 @@ FIXTURES: dict[str, Fixture] = {
     "openenv-envs-legacy-manifests": Fixture(
         files=_merge(openenv_env("envs/coding_env", manifest=OPENENV_LEGACY_MANIFEST),
                      openenv_env("envs/echo_env")),
-        tags={"openenv": ["envs"]}, tasks={"openenv": 2}),
+        tags={"openenv": ["envs/coding_env", "envs/echo_env"]}, tasks={"openenv": 2}),  # one root per environment
     "openenv-missing-client": Fixture(
         files=openenv_env("envs/x", leave_out=("client.py",)), problems={"envs/x/openenv.yaml": "client.py"}),
     "openenv-missing-server": Fixture(
@@ -389,7 +389,7 @@ FIXTURES: dict[str, Fixture] = {
                      openenv_env("envs/echo"),
                      verifiers_pkg("environments/v"),
                      {"README.md": CARD}),
-        tags={"harbor": ["tasks"], "verifiers": ["data", "environments", "tasks"], "openenv": ["envs", "tasks"],
+        tags={"harbor": ["tasks"], "verifiers": ["data", "environments", "tasks"], "openenv": ["envs/echo", "tasks"],
               "nemo-gym": ["data"]},
         tasks={"harbor": 2, "nemo-gym": 5}),
     "dot-directories-skipped": Fixture(

@@ -304,8 +304,8 @@ def test_check_untagged_card_fails_with_an_annotation(runner, taskset):
     assert card_errors[0].properties["line"] == "1"  # no tags: key yet: the header's first line
     assert_near_miss_annotated(run)
     assert run.step_outputs["envtag"]["tags"] == EXPECTED_TAGS
-    assert "| framework | native | root | tasks | load command |" in run.summary
-    assert "| harbor | yes | `tasks` | 3 |" in run.summary
+    assert "| framework | native | root | count | load command |" in run.summary
+    assert "| harbor | yes | `tasks` | 3 tasks |" in run.summary
     assert "is out of date" in run.summary and "```diff" in run.summary
     assert (taskset / "README.md").read_bytes() == before  # check writes nothing
 
@@ -372,7 +372,7 @@ def test_push_uploads_the_folder_with_a_tagged_card(runner, taskset, hub):
     assert "tags:\n- rl-environment\n- harbor\n- verifiers\n- openenv\n- nemo-gym\n" in card
     assert "configs:" in card  # the card's other keys are kept
     assert hub.commits("alice/example")[0].message == "Release 1.0"
-    assert "| harbor | yes | `tasks` | 3 |" in run.summary and "Committed" in run.summary
+    assert "| harbor | yes | `tasks` | 3 tasks |" in run.summary and "Committed" in run.summary
     assert_near_miss_annotated(run)
     assert "rl-environment" not in (taskset / "README.md").read_text(encoding="utf-8")  # folder untouched
 
@@ -402,7 +402,7 @@ def test_tag_mode_retags_the_hub_repo_as_a_pull_request(runner, hub):
     (pr,) = hub.pull_requests("alice/tasks")
     assert b"- harbor" in hub.files("alice/tasks", revision=pr.ref)["README.md"]
     assert b"rl-environment" not in hub.files("alice/tasks")["README.md"]  # main untouched
-    assert "Opened a pull request" in run.summary and "| openenv | reader | `tasks` | 2 |" in run.summary
+    assert "Opened a pull request" in run.summary and "| openenv | reader | `tasks` | 2 tasks |" in run.summary
     # the problems of a Hub repo are not workspace files: annotations without file=
     again = runner.run({"mode": "tag", "repo-id": "alice/tasks", "hf-token": TOKEN}, {"HF_ENDPOINT": hub.url})
     assert again.outcome == "success" and "/commit/" in again.outputs["commit-url"]

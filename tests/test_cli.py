@@ -34,7 +34,8 @@ def test_detect_json_contract(taskset):
     by_tag = {f["tag"]: f for f in data["frameworks"]}
     assert by_tag["harbor"] == {**by_tag["harbor"], "native": True, "roots": ["tasks"], "tasks": 2}
     assert by_tag["verifiers"]["native"] is False and sorted(by_tag["verifiers"]["roots"]) == ["data", "tasks"]
-    assert by_tag["verifiers"]["tasks"] == 5
+    assert by_tag["verifiers"]["tasks"] == 2  # Harbor tasks; its NeMo Gym rows are counted apart, never added
+    assert by_tag["verifiers"]["counts"] == {"tasks": 2, "rows": 3}
     assert data["problems"] == []
 
 

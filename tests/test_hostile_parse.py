@@ -398,4 +398,4 @@ def test_random_nesting_never_costs_another_files_verdict(tmp_path_factory, host
     report = timed_detect(root, 10)
     assert {"harbor", "nemo-gym", "openenv"} <= set(report.tags)
     assert "tasks" in report.framework("harbor").roots and "data" in report.framework("nemo-gym").roots
-    assert "envs" in report.framework("openenv").roots
+    assert "envs/e" in report.framework("openenv").roots

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from envtag import Detection, Framework, Layout, Task, hookimpl
+from envtag import Detection, Framework, Layout, Reader, Task, hookimpl
 from envtag.engine import detect
 from envtag.plugins import build_registry, make_plugin_manager
 from fixture_repos import build, harbor_tasks
@@ -178,11 +178,11 @@ def test_reader_and_load_command_that_raise_are_reported_not_fatal(tmp_path):
             def boom(root, source):
                 raise ZeroDivisionError("load command bug")
 
-            def bad_reader(task, tasks):
+            def bad_reader(tasks):
                 raise RuntimeError("reader bug")
 
             register(Framework(tag="buggy", native=("harbor-task",), load_command=boom))
-            register(Framework(tag="reader", native=(), readers={"harbor-task": bad_reader}))
+            register(Framework(tag="reader", native=(), readers={"harbor-task": Reader(bad_reader)}))
 
     pm, errors = make_plugin_manager(third_party=False)
     pm.register(Buggy(), name="buggy")
@@ -192,7 +192,7 @@ def test_reader_and_load_command_that_raise_are_reported_not_fatal(tmp_path):
     messages = "\n".join(p.message for p in report.problems)
     assert "returned NoneType, not a Detection" in messages
     assert "load command failed: ZeroDivisionError" in messages
-    assert "reader check raised RuntimeError: reader bug" in messages
+    assert "reader check of harbor-task raised RuntimeError: reader bug" in messages
     assert "buggy" in report.tags and "reader" not in report.tags
 
 

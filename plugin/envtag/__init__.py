@@ -1,6 +1,19 @@
 """envtag: detect RL-environment taskset layouts and tag Hugging Face Hub dataset cards.
 
-The Hub-facing functions import huggingface_hub lazily, so a local ``envtag tag --check`` stays fast.
+Everything a framework integration or a plugin needs is importable from here, and only from here: the
+four built-in plugins use nothing else (a test holds them to it). Names are imported on first use, so that
+importing envtag (and starting the CLI) stays cheap and a local ``envtag tag --check`` never loads
+huggingface_hub.
+
+- Detection and publishing: ``detect``, ``apply_tags``, ``push_to_hub``, ``tag_hub_repo``,
+  ``card_operation``, ``Report``.
+- The plugin SDK: ``hookimpl``; ``Layout``, ``Framework``, ``Reader``, ``Refusal``, ``Detection``, ``Task``,
+  ``Problem``; the ``Tree`` a detector reads (``MemoryTree`` for tests) and its path helpers ``join``,
+  ``parent``, ``basename``; parse helpers that turn any failure into a ``ParseFailure`` carrying the
+  ``Problem`` to report (``read_text``, ``load_toml``, ``load_yaml``, ``load_json``, ``short_repr``);
+  ``split_map`` for per-task work on every core; ``hub_repo`` and ``hub_web_url`` for load commands.
+- Errors: ``TreeError``, ``FileTooLarge``, ``ParseFailure``, ``CardError``, ``HubError``.
+- ``envtag.testing``: trees from dicts and detection with chosen plugins, for plugin authors' tests.
 """
 
 from __future__ import annotations
@@ -9,51 +22,82 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (12 ms) a
 
 __version__ = "0.1.0"
 
+# name -> module: imported on first use
+_LAZY = {
+    **dict.fromkeys(("detect",), "engine"),
+    **dict.fromkeys(("apply_tags", "CardError"), "card"),
+    **dict.fromkeys(("push_to_hub", "tag_hub_repo", "card_operation"), "hub"),
+    "HubError": "hubclient",
+    "hookimpl": "hookspecs",
+    **dict.fromkeys(("Detection", "Framework", "Layout", "Problem", "Reader", "Refusal", "Report", "Task",
+                     "RL_TAG"), "model"),
+    **dict.fromkeys(("Tree", "MemoryTree", "TreeError", "FileTooLarge", "MAX_READ", "join", "parent",
+                     "basename"), "tree"),
+    **dict.fromkeys(("ParseFailure", "read_text", "load_toml", "load_yaml", "load_json", "short_repr"), "parsing"),
+    **dict.fromkeys(("hub_repo", "hub_web_url"), "sources"),
+    "split_map": "parallel",
+}
+
 __all__ = [
     "CardError",
     "Detection",
+    "FileTooLarge",
     "Framework",
+    "HubError",
     "Layout",
-    "NearMiss",
+    "MAX_READ",
+    "MemoryTree",
+    "ParseFailure",
     "Problem",
+    "RL_TAG",
+    "Reader",
+    "Refusal",
     "Report",
     "Task",
+    "Tree",
     "TreeError",
     "apply_tags",
+    "basename",
     "card_operation",
     "detect",
     "hookimpl",
+    "hub_repo",
+    "hub_web_url",
+    "join",
+    "load_json",
+    "load_toml",
+    "load_yaml",
+    "parent",
     "push_to_hub",
+    "read_text",
+    "short_repr",
+    "split_map",
     "tag_hub_repo",
 ]
 
-# name -> module: imported on first use, so that importing envtag (and starting the CLI) stays cheap
-_LAZY = {
-    "hookimpl": "hookspecs",
-    **dict.fromkeys(("Detection", "Framework", "Layout", "NearMiss", "Problem", "Report", "Task"), "model"),
-    "detect": "engine",
-    "apply_tags": "card",
-    "CardError": "card",
-    "TreeError": "tree",
-    "push_to_hub": "hub",
-    "tag_hub_repo": "hub",
-    "card_operation": "hub",
-}
-
 if TYPE_CHECKING:
-    from typing import Any
-
     from .card import CardError, apply_tags
     from .engine import detect
     from .hookspecs import hookimpl
     from .hub import card_operation, push_to_hub, tag_hub_repo
-    from .model import Detection, Framework, Layout, NearMiss, Problem, Report, Task
-    from .tree import TreeError
+    from .hubclient import HubError
+    from .model import RL_TAG, Detection, Framework, Layout, Problem, Reader, Refusal, Report, Task
+    from .parallel import split_map
+    from .parsing import ParseFailure, load_json, load_toml, load_yaml, read_text, short_repr
+    from .sources import hub_repo, hub_web_url
+    from .tree import MAX_READ, FileTooLarge, MemoryTree, Tree, TreeError, basename, join, parent
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'envtag' has no attribute {name!r}")
+    import importlib
 
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module 'envtag' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterable
 
 from .config import Config, load_config, load_folder_config
-from .model import Detection, FrameworkReport, NearMiss, Problem, Report, RootReport, Task, unique
+from .model import Detection, FrameworkReport, Problem, Refusal, Report, RootReport, Task, counted, unique
 from .plugins import Registry, get_registry
 from .sources import is_hub_address
 from .tree import LocalTree, Tree, TreeError
@@ -101,17 +101,23 @@ def judge(tree: Tree, registry: Registry, *, native_only: bool, config: Config) 
     loads: dict[str, list[tuple[RootReport, bool]]] = {tag: [] for tag in registry.frameworks}
     for layout_name, detection in detections.items():
         problems.extend(detection.problems)
-        by_root: dict[str, list[Task]] = {}
-        for task in detection.tasks:
-            by_root.setdefault(task.root, []).append(task)
-        for root, tasks in sorted(by_root.items()):
+        unit = registry.layouts[layout_name].unit
+        by_root: dict[str, list[int]] = {}  # root -> indexes of its tasks in detection.tasks
+        for index, task in enumerate(detection.tasks):
+            by_root.setdefault(task.root, []).append(index)
+        verdicts = {tag: _reader_verdicts(tag, framework, layout_name, detection.tasks, problems)
+                    for tag, framework in registry.frameworks.items()
+                    if tag not in excluded and not native_only and layout_name in framework.readers
+                    and layout_name not in framework.native}
+        for root, indexes in sorted(by_root.items()):
+            tasks = [detection.tasks[i] for i in indexes]
             entry = RootReport(
-                path=root, layout=layout_name, tasks=sum(t.count for t in tasks), units=len(tasks),
+                path=root, layout=layout_name, tasks=sum(t.count for t in tasks), units=len(tasks), unit=unit,
                 evidence=detection.evidence.get(root, []), sample=[t.path for t in tasks[:SAMPLE]],
             )
             if any(t.facts.get("inferred") for t in tasks):
                 inferred = sum(1 for t in tasks if t.facts.get("inferred"))
-                entry.evidence = [*entry.evidence, f"{inferred} of {len(tasks)} tasks judged from the listing "
+                entry.evidence = [*entry.evidence, f"{inferred} of {counted(len(tasks), unit)} judged from the listing "
                                                     "and a sample of their marker files"]
             for tag, framework in registry.frameworks.items():
                 if tag in excluded:
@@ -119,17 +125,13 @@ def judge(tree: Tree, registry: Registry, *, native_only: bool, config: Config) 
                 if layout_name in framework.native:
                     entry.native.append(tag)
                     loads[tag].append((entry, True))
-                elif not native_only and layout_name in framework.readers:
-                    refusals = _refusals(framework.readers[layout_name], tasks, detection.tasks, tag, problems)
+                elif tag in verdicts:
+                    refusals = [(detection.tasks[i], verdicts[tag][i]) for i in indexes if verdicts[tag][i]]
                     if not refusals:
                         entry.readers.append(tag)
                         loads[tag].append((entry, False))
-                    elif len(refusals) < len(tasks):
-                        problems.append(_partial_reader_problem(tag, root, tasks, refusals))
-                    elif all(isinstance(reason, NearMiss) for _, reason in refusals):
-                        count = f"{len(tasks)} task{'s' if len(tasks) != 1 else ''}"
-                        problems.append(Problem(root, f"{tag} could read the {count} here, but "
-                                                      f"{refusals[0][1]}; not tagged for this root", framework=tag))
+                    else:
+                        _judge_refusals(tag, entry, refusals, problems)
             for tag in (*entry.native, *entry.readers):
                 try:
                     command = registry.frameworks[tag].command_for(layout_name, root, source)
@@ -140,14 +142,20 @@ def judge(tree: Tree, registry: Registry, *, native_only: bool, config: Config) 
                 if command is not None:
                     entry.load_commands[tag] = command
             report.roots.append(entry)
-    for tag in registry.frameworks:
+    for tag, framework in registry.frameworks.items():
         entries = loads[tag]
         if entries:
+            counts: dict[str, int] = {}
+            for entry, _ in entries:
+                counts[entry.unit] = counts.get(entry.unit, 0) + entry.tasks
+            own = [registry.layouts[name].unit for name in framework.native if name in registry.layouts]
+            main_unit = next((u for u in (*own, "tasks") if u in counts), entries[0][0].unit)
             report.frameworks.append(FrameworkReport(
                 tag=tag,
                 native=any(native for _, native in entries),
                 roots=unique(e.path for e, _ in entries),
-                tasks=sum(e.tasks for e, _ in entries),
+                tasks=counts[main_unit],
+                counts=counts,
                 load_commands={e.path: e.load_commands[tag] for e, _ in entries if tag in e.load_commands},
             ))
         elif tag in config.include_tags and tag not in excluded:
@@ -182,26 +190,50 @@ def _undecided(registry: Registry, problems: list[Problem]) -> dict[str, str]:
     return undecided
 
 
-def _refusals(check, tasks: list[Task], everything: list[Task], tag: str,
-              problems: list[Problem]) -> list[tuple[Task, str]]:
-    refusals = []
-    for task in tasks:
-        try:
-            reason = check(task, everything)
-        except Exception as exc:  # a plugin's reader check that raises refuses, and says so once
-            reason = f"the {tag} reader check raised {type(exc).__name__}: {exc}"
-            if not any(p.message == reason for p in problems):
-                problems.append(Problem(task.path, reason, framework=tag))
-        if reason:
-            refusals.append((task, reason))
-    return refusals
+def _reader_verdicts(tag: str, framework, layout: str, tasks: list[Task],
+                     problems: list[Problem]) -> list[Refusal | None]:
+    """One verdict per task from the framework's reader of ``layout`` (one call for the whole layout). A
+    check that raises or answers with the wrong shape refuses every task, and says so once."""
+    reader = framework.readers[layout]
+    try:
+        answer = list(reader.check(tasks))
+        if len(answer) != len(tasks):
+            raise ValueError(f"answered {len(answer)} verdicts for {len(tasks)} tasks")
+        verdicts = [_refusal(v) for v in answer]
+    except Exception as exc:  # a plugin's reader check must not take the tool down
+        why = f"the {tag} reader check of {layout} raised {type(exc).__name__}: {exc}"
+        problems.append(Problem(".", why, layout=layout, framework=tag, undecided=True))
+        return [Refusal(why)] * len(tasks)
+    return verdicts
 
 
-def _partial_reader_problem(tag: str, root: str, tasks: list[Task], refusals: list[tuple[Task, str]]) -> Problem:
-    first_task, first_reason = refusals[0]
-    return Problem(
-        root,
-        f"{tag} can read {len(tasks) - len(refusals)} of the {len(tasks)} tasks here but not "
-        f"{len(refusals)} (first: {first_task.path}: {first_reason}); not tagged for this root",
-        framework=tag,
-    )
+def _refusal(verdict: Refusal | str | None) -> Refusal | None:
+    if verdict is None or isinstance(verdict, Refusal):
+        return verdict
+    if isinstance(verdict, str):
+        return Refusal(verdict)
+    raise TypeError(f"a verdict must be None, a Refusal or a str, not {type(verdict).__name__}")
+
+
+def _judge_refusals(tag: str, entry: RootReport, refusals: list[tuple[Task, Refusal]],
+                    problems: list[Problem]) -> None:
+    """Why ``tag`` does not load this root: every reason with its count, once. Refusing part of a root, or
+    the whole of it for a fixable reason (a near-miss), is a problem; refusing it all otherwise is recorded
+    on the root (``refused``): the framework simply does not read that layout there."""
+    counts: dict[str, int] = {}
+    for _, refusal in refusals:
+        counts[refusal.reason] = counts.get(refusal.reason, 0) + 1
+    reasons = "; ".join(f"{reason} ({n})" if len(counts) > 1 else reason for reason, n in counts.items())
+    total, unit = entry.units, entry.unit
+    if len(refusals) < total:
+        first, _ = refusals[0]
+        problems.append(Problem(entry.path, f"{tag} can read {total - len(refusals)} of the {counted(total, unit)} "
+                                            f"here but not {len(refusals)} (first: {first.path}): {reasons}; not "
+                                            "tagged for this root", framework=tag))
+    elif all(refusal.near_miss for _, refusal in refusals):
+        problems.append(Problem(entry.path, f"{tag} could read the {counted(total, unit)} here, but {reasons}; "
+                                            "not tagged for this root", framework=tag))
+    else:
+        entry.refused[tag] = reasons
+
+

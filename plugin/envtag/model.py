@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -65,23 +65,47 @@ class Detection:
         self.evidence.setdefault(root, []).append(sentence)
 
 
-class NearMiss(str):
-    """A reader's refusal worth reporting even when it refuses every task of a root: the framework could
-    load them after one fix (Verifiers and a missing registry.json)."""
+@dataclass(frozen=True)
+class Refusal:
+    """Why a reader cannot load one task. ``near_miss``: one fix away (Verifiers and a missing
+    registry.json), so it is reported as a problem even when it refuses every task of a root."""
+
+    reason: str
+    near_miss: bool = False
 
 
-# A reader check: can this framework load ``task`` (of another framework's layout)? ``tasks`` holds
-# every task of that layout in the repo, for loaders that look at siblings. None when it can, else why not.
-ReaderCheck = Callable[[Task, "list[Task]"], "str | None"]
+# A reader's check: every task of the layout it reads, in one call (all roots at once, so a loader that
+# looks at siblings stays linear) -> one verdict per task, in order: None when this framework can load the
+# task, else a Refusal (or a plain string, a Refusal's reason). The engine judges each root from these.
+ReaderCheck = Callable[["list[Task]"], "Sequence[Refusal | str | None]"]
+# (root, source) -> the command or snippet that loads that root (source: the folder or hf:// address)
+LoadCommand = Callable[[str, str], str]
+
+
+@dataclass
+class Reader:
+    """How a framework loads another framework's layout: ``check`` judges the layout's tasks (whole roots,
+    all at once), ``command`` says how to load a root it can read (None: no command is shown). A root is
+    read when every one of its tasks is."""
+
+    check: ReaderCheck
+    command: LoadCommand | None = None
 
 
 @dataclass
 class Layout:
-    """An on-disk format and the detector that recognises it."""
+    """An on-disk format and the detector that recognises it.
+
+    ``unit`` names what one Task counts (tasks, environments, packages, rows...): reports never add unlike
+    units. ``facts`` documents the keys a detector puts in ``Task.facts`` for readers of this layout
+    (key -> what it holds), so that another plugin can judge the tasks without reading the files again.
+    """
 
     name: str
     detect: Callable[[Tree], Detection]
     description: str = ""
+    unit: str = "tasks"
+    facts: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -92,14 +116,16 @@ class Framework:
     native: tuple[str, ...]
     description: str = ""
     url: str = ""
-    readers: Mapping[str, ReaderCheck] = field(default_factory=dict)
-    # (root, source) -> the command or snippet that loads that root with this framework
-    load_command: Callable[[str, str], str] | None = None
-    # layout -> the command for roots of another layout it reads (default: load_command)
-    reader_commands: Mapping[str, Callable[[str, str], str]] = field(default_factory=dict)
+    readers: Mapping[str, Reader] = field(default_factory=dict)  # another plugin's layout -> how it reads it
+    load_command: LoadCommand | None = None  # for the roots of its native layouts
 
     def command_for(self, layout: str, root: str, source: str) -> str | None:
-        command = self.reader_commands.get(layout, self.load_command)
+        """The command that loads ``root`` (of ``layout``) with this framework, if it has one."""
+        if layout in self.native:
+            command = self.load_command
+        else:
+            reader = self.readers.get(layout)
+            command = reader.command if reader is not None else None
         return command(root, source) if command is not None else None
 
 
@@ -109,18 +135,21 @@ class RootReport:
 
     path: str
     layout: str
-    tasks: int
-    units: int
+    tasks: int  # counted in ``unit``
+    units: int  # the Task entries behind that count (files for NeMo Gym rows)
+    unit: str = "tasks"
     native: list[str] = field(default_factory=list)
     readers: list[str] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
     sample: list[str] = field(default_factory=list)
     load_commands: dict[str, str] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)  # reader tag -> why it cannot load this root
 
     def to_json(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "layout": self.layout,
+            "unit": self.unit,
             "tasks": self.tasks,
             "units": self.units,
             "native": self.native,
@@ -128,6 +157,7 @@ class RootReport:
             "evidence": self.evidence,
             "sample": self.sample,
             "load_commands": self.load_commands,
+            "refused": self.refused,
         }
 
 
@@ -138,8 +168,9 @@ class FrameworkReport:
     tag: str
     native: bool
     roots: list[str]
-    tasks: int
+    tasks: int  # in the unit of the framework's own layout (its first root's, for a pure reader)
     load_commands: dict[str, str] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)  # unit -> count over its roots, never added up
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -147,6 +178,7 @@ class FrameworkReport:
             "native": self.native,
             "roots": self.roots,
             "tasks": self.tasks,
+            "counts": self.counts,
             "load_commands": self.load_commands,
         }
 
@@ -186,6 +218,11 @@ class Report:
             "undecided": self.undecided,
             "left_out": [{"path": path, "reason": reason} for path, reason in self.left_out],
         }
+
+
+def counted(n: int, unit: str) -> str:
+    """``1 task``, ``2 tasks``, ``1 row``: a count in a plural unit name."""
+    return f"{n} {unit[:-1] if n == 1 and unit.endswith('s') else unit}"
 
 
 def unique(items: Iterable[str]) -> list[str]:

@@ -19,12 +19,13 @@ import importlib
 import os
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pluggy
 
 from . import hookspecs
-from .model import Framework, Layout
+from .model import Framework, Layout, Reader
 
 ENTRY_POINT_GROUP = "envtag"
 BUILTIN_PLUGINS = {
@@ -73,29 +74,49 @@ def _names(variable: str) -> set[str] | None:
 
 
 def make_plugin_manager(*, third_party: bool = True) -> tuple[pluggy.PluginManager, list[str]]:
-    """Build a plugin manager with the built-ins and the allowed entry-point plugins."""
+    """Build a plugin manager with the built-ins and the allowed entry-point plugins.
+
+    ``ENVTAG_DISABLE_PLUGINS`` blocks plugins with pluggy's own ``set_blocked``; pluggy's own checks refuse
+    a hook implementation whose arguments do not match the spec (at ``register``) and report a hook name no
+    spec knows (``check_pending``, a misspelt ``register_layout``): such a plugin is reported and skipped.
+    """
     pm = pluggy.PluginManager("envtag")
     pm.add_hookspecs(hookspecs)
     errors: list[str] = []
-    blocked = _names("ENVTAG_DISABLE_PLUGINS") or set()
+    for name in _names("ENVTAG_DISABLE_PLUGINS") or ():
+        pm.set_blocked(name)
     for name, module_name in BUILTIN_PLUGINS.items():
-        if name not in blocked:
+        if not pm.is_blocked(name):
             pm.register(importlib.import_module(module_name), name=name)
     if not third_party:
         return pm, errors
     allowed = _names("ENVTAG_PLUGINS")
     for ep in _entry_points(errors):
-        if ep.name in blocked or (allowed is not None and ep.name not in allowed):
+        if pm.is_blocked(ep.name) or (allowed is not None and ep.name not in allowed):
             continue
         if pm.has_plugin(ep.name):
             errors.append(f"plugin {ep.name!r}: name already taken by another plugin; skipped")
             continue
         try:
-            module = ep.load()
-            pm.register(module, name=ep.name)
+            pm.register(ep.load(), name=ep.name)
         except Exception as exc:  # a broken plugin must not take the tool down
             errors.append(f"plugin {ep.name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}")
+    drop_unknown_hooks(pm, errors)
     return pm, errors
+
+
+def drop_unknown_hooks(pm: pluggy.PluginManager, errors: list[str]) -> None:
+    """pluggy's ``check_pending``, plugin by plugin: one that implements a hook no spec names (a typo the
+    author would never notice) is reported by name and unregistered."""
+    known = ", ".join(sorted(name for name in dir(hookspecs) if name.startswith("register_")))
+    while True:
+        try:
+            pm.check_pending()
+            return
+        except pluggy.PluginValidationError as exc:
+            name = pm.get_name(exc.plugin) or repr(exc.plugin)
+            errors.append(f"plugin {name!r}: {exc} (known hooks: {known}); skipped")
+            pm.unregister(exc.plugin)
 
 
 def _entry_points(errors: list[str]) -> list[EntryPoint]:
@@ -167,6 +188,11 @@ def build_registry(pm: pluggy.PluginManager, errors: list[str] | None = None) ->
                         f"expected a {kind.__name__}; skipped"
                     )
                     continue
+                problem = validate(item)
+                if problem is not None:
+                    registry.errors.append(f"plugin {impl.plugin_name!r}: {kind.__name__} "
+                                           f"{short(getattr(item, key, None))}: {problem}; skipped")
+                    continue
                 name = getattr(item, key)
                 if name in store:
                     registry.errors.append(
@@ -186,6 +212,41 @@ def build_registry(pm: pluggy.PluginManager, errors: list[str] | None = None) ->
                 f"framework {tag!r} names unknown layouts {', '.join(unknown)}; they are ignored"
             )
     return registry
+
+
+def short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def validate(item: Layout | Framework) -> str | None:
+    """What is wrong with a registered Layout or Framework (the first thing), or None: the contract a
+    plugin must keep, checked once at registration so that detection never trips on it."""
+    if isinstance(item, Layout):
+        if not isinstance(item.name, str) or not item.name:
+            return "name must be a non-empty string"
+        if not callable(item.detect):
+            return "detect must be a function of a Tree"
+        if not isinstance(item.unit, str) or not item.unit:
+            return "unit must be a plural noun (tasks, environments, rows...)"
+        if not isinstance(item.facts, Mapping) or not all(isinstance(k, str) for k in item.facts):
+            return "facts must map fact names (strings) to what they hold"
+        return None
+    if not isinstance(item.tag, str) or not item.tag or item.tag != item.tag.strip():
+        return "tag must be a non-empty string"
+    if isinstance(item.native, str) or not isinstance(item.native, (tuple, list)) \
+            or not all(isinstance(name, str) for name in item.native):
+        return f"native must be a tuple of layout names, like ({short(item.native)},), not {short(item.native)}"
+    if not isinstance(item.readers, Mapping):
+        return "readers must map layout names to envtag.Reader(check, command)"
+    for layout, reader in item.readers.items():
+        if not isinstance(reader, Reader) or not callable(reader.check):
+            return f"readers[{layout!r}] must be envtag.Reader(check, command), not {short(reader)}"
+        if reader.command is not None and not callable(reader.command):
+            return f"readers[{layout!r}].command must be a function (root, source) -> str, or None"
+    if item.load_command is not None and not callable(item.load_command):
+        return "load_command must be a function (root, source) -> str, or None"
+    return None
 
 
 _cached: Registry | None = None

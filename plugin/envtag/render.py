@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import Report
+from .model import Report, counted
 
 
 def _where(path: str) -> str:
@@ -16,13 +16,14 @@ def human(report: Report) -> str:
         lines.append(f"{report.source}: {len(report.roots)} taskset root{'s' if len(report.roots) != 1 else ''}")
         for root in report.roots:
             who = [f"{t} (native)" for t in root.native] + list(root.readers)
-            unit = "task" if root.tasks == 1 else "tasks"
-            lines.append(f"  {_where(root.path)}  {root.tasks} {unit}  [{root.layout}]  "
+            lines.append(f"  {_where(root.path)}  {counted(root.tasks, root.unit)}  [{root.layout}]  "
                          f"loads with: {', '.join(who) or 'nobody'}")
             for sentence in root.evidence:
                 lines.append(f"      evidence: {sentence}")
             for tag, command in root.load_commands.items():
                 lines.append(f"      {tag}: {command}")
+            for tag, why in root.refused.items():
+                lines.append(f"      not read by {tag}: {why}")
     else:
         lines.append(f"{report.source}: no RL-environment taskset found")
     if report.tags:
@@ -59,16 +60,16 @@ def markdown(report: Report) -> str:
     if report.tags:
         out.append("Tags: " + ", ".join(f"`{t}`" for t in report.tags))
         out.append("")
-        out.append("| framework | native | root | tasks | load command |")
+        out.append("| framework | native | root | count | load command |")
         out.append("|---|---|---|---|---|")
         for framework in report.frameworks:
             for root in framework.roots or ["-"]:
                 entry = next((r for r in report.roots if r.path == root and framework.tag in
                               (*r.native, *r.readers)), None)
-                tasks = entry.tasks if entry else 0
+                count = counted(entry.tasks, entry.unit) if entry else "0"
                 command = framework.load_commands.get(root, "")
                 out.append(f"| {framework.tag} | {'yes' if framework.native else 'reader'} | "
-                           f"`{_cell(root)}` | {tasks} | `{_cell(command)}` |")
+                           f"`{_cell(root)}` | {count} | `{_cell(command)}` |")
     else:
         out.append("No RL-environment taskset found.")
     if report.problems:

@@ -7,12 +7,25 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..hookspecs import hookimpl
-from ..model import Detection, Framework, Layout, Problem, Task
-from ..parallel import split_map
-from ..parsing import ParseFailure, load_json, load_toml, load_yaml, short_repr
-from ..sources import hub_repo, hub_web_url
-from ..tree import Tree, join, parent
+from envtag import (
+    Detection,
+    Framework,
+    Layout,
+    ParseFailure,
+    Problem,
+    Task,
+    Tree,
+    hookimpl,
+    hub_repo,
+    hub_web_url,
+    join,
+    load_json,
+    load_toml,
+    load_yaml,
+    parent,
+    short_repr,
+    split_map,
+)
 
 LAYOUT = "harbor-task"
 NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]*/[a-zA-Z0-9][a-zA-Z0-9._-]*$")  # harbor constants.py
@@ -24,6 +37,20 @@ _FIELD_KINDS: dict[str, dict[str, type]] = {
     "agent": {"timeout_sec": float},
 }
 LEGACY_MARKERS = ("run-tests.sh", "solution.sh", "Dockerfile")
+
+
+# What a Task of this layout carries in ``facts``, for other plugins' readers (documented in the README).
+FACTS = {
+    "docker_image": "bool: [environment].docker_image is set (on a Hub repo past the sample budget: what the "
+                    "sampled tasks of the root share)",
+    "multi_step": "bool: the task has [[steps]]",
+    "compose_main": "bool: environment/docker-compose.yaml has a `main` service with `image` or `build`",
+    "dockerfile": "bool: environment/Dockerfile exists",
+    "verifier_user": "bool: [verifier].user is set",
+    "registry": "bool: a root registry.json lists the task (Harbor's registry format)",
+    "inferred": "bool: judged from a Hub listing and a sample of task.toml files, not from its own task.toml",
+    "empty_environment": "bool: environment/ exists but holds nothing (git and the Hub keep no empty folder)",
+}
 
 
 def task_root(task_dir: str) -> str:
@@ -353,7 +380,8 @@ def _quote(path: str) -> str:
 
 @hookimpl
 def register_layouts(register):
-    register(Layout(LAYOUT, detect, "Harbor task directories (task.toml + environment + instruction + tests)"))
+    register(Layout(LAYOUT, detect, "Harbor task directories (task.toml + environment + instruction + tests)",
+                    unit="tasks", facts=FACTS))
 
 
 @hookimpl

@@ -5,11 +5,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..hookspecs import hookimpl
-from ..model import Detection, Framework, Layout, Problem, Task
-from ..parsing import ParseFailure, load_yaml, short_repr
-from ..sources import hub_repo
-from ..tree import Tree, parent
+from envtag import (
+    Detection,
+    Framework,
+    Layout,
+    ParseFailure,
+    Problem,
+    Task,
+    Tree,
+    hookimpl,
+    hub_repo,
+    load_yaml,
+    parent,
+    short_repr,
+)
 
 LAYOUT = "nemo-gym-jsonl"
 FULL_CHECK_BYTES = 64 * 1024 * 1024  # validate every row of local files up to this size
@@ -303,7 +312,9 @@ def load_command(root: str, source: str) -> str:
 
 @hookimpl
 def register_layouts(register):
-    register(Layout(LAYOUT, detect, "NeMo Gym JSONL run requests (responses_create_params rows)"))
+    register(Layout(LAYOUT, detect, "NeMo Gym JSONL run requests (responses_create_params rows)", unit="rows",
+                    facts={"exact_count": "bool: every line was counted (False: estimated from a remote head)",
+                           "materialised_rows": "int: rows of the 0.7 task_id/task_input form"}))
 
 
 @hookimpl

@@ -4,21 +4,28 @@ from __future__ import annotations
 
 import shlex
 
-from ..hookspecs import hookimpl
-from ..model import Detection, Framework, Layout, Problem, Task
-from ..parsing import ParseFailure, load_yaml, short_repr
-from ..sources import hub_repo
-from ..tree import Tree, join, parent
-from .harbor import LAYOUT as HARBOR_LAYOUT
+from envtag import (
+    Detection,
+    Framework,
+    Layout,
+    ParseFailure,
+    Problem,
+    Reader,
+    Task,
+    Tree,
+    hookimpl,
+    hub_repo,
+    join,
+    load_yaml,
+    parent,
+    short_repr,
+)
 
 LAYOUT = "openenv-env"
+HARBOR_LAYOUT = "harbor-task"  # the Harbor plugin's layout, read through its documented name
 REQUIRED_FILES = ("__init__.py", "client.py", "README.md", "pyproject.toml")
 SERVER_FILES = ("server/Dockerfile", "server/__init__.py", "server/app.py")
 HARBOR_MAX_DEPTH = 6  # openenv.harbor.tasks.resolve_task_dirs searches this deep below tasks/
-
-
-def env_root(env_dir: str) -> str:
-    return "." if env_dir == "." else parent(env_dir)
 
 
 def missing_files(tree: Tree, d: str) -> list[str]:
@@ -61,43 +68,42 @@ def detect(tree: Tree) -> Detection:
         name = manifest["name"]  # any truthy value passes; str() of a large one would cost its whole size
         facts = {"name": name if isinstance(name, str) else short_repr(name),
                  "spec_version": manifest.get("spec_version")}
-        found.tasks.append(Task(path=d, root=env_root(d), facts=facts))
+        # each environment is its own unit of publishing: its own root (what `openenv build DIR` takes)
+        found.tasks.append(Task(path=d, root=d, facts=facts))
     for path in tree.named("openenv.yml"):
         found.problems.append(Problem(path, "openenv.yml has the wrong extension: OpenEnv reads openenv.yaml",
                                       layout=LAYOUT, framework="openenv"))
     return found
 
 
-def reads_harbor(task: Task, tasks: list[Task]) -> str | None:
+def reads_harbor(tasks: list[Task]) -> list[str | None]:
     """openenv.harbor.tasks.resolve_task_dirs: a Hub dataset gives it only ``tasks/**``. When a direct
     child of tasks/ is a task it takes the direct children only; else it searches 6 levels deep."""
-    parts = task.path.split("/")
+    direct = any(t.path.count("/") == 1 and t.path.startswith("tasks/") for t in tasks)
+    return [_harbor_verdict(task.path.split("/"), direct) for task in tasks]
+
+
+def _harbor_verdict(parts: list[str], tasks_has_direct_tasks: bool) -> str | None:
     if parts[0] != "tasks" or len(parts) < 2:
         return "not under tasks/ (OpenEnv's Harbor loader only downloads tasks/**)"
     if len(parts) - 1 > HARBOR_MAX_DEPTH:
         return f"deeper than {HARBOR_MAX_DEPTH} levels below tasks/"
-    if len(parts) > 2 and _tasks_has_direct_tasks(tasks):
+    if len(parts) > 2 and tasks_has_direct_tasks:
         return "nested below tasks/ while tasks/ has tasks of its own (OpenEnv then reads only those)"
     return None
 
 
-_direct_cache: dict[str, object] = {"tasks": None, "value": False}
-
-
-def _tasks_has_direct_tasks(tasks: list[Task]) -> bool:
-    """Whether some task sits directly in tasks/; computed once per task list (the engine passes the same
-    list for every task of a layout), so judging 100,000 tasks stays linear."""
-    if _direct_cache["tasks"] is not tasks:
-        _direct_cache["value"] = any(t.path.count("/") == 1 and t.path.startswith("tasks/") for t in tasks)
-        _direct_cache["tasks"] = tasks
-    return bool(_direct_cache["value"])
-
-
 def load_command(root: str, source: str) -> str:
+    """The environment folder ``root``: built locally, or from the Hub (a Space holds one at its root)."""
     hub = hub_repo(source)
-    if hub is not None:
-        return f"python -c 'from openenv import AutoEnv; AutoEnv.from_env(\"{hub[1]}\")'"
-    return f"openenv build {shlex.quote(root)}  # one folder per environment; publish: openenv push"
+    if hub is None:
+        return f"openenv build {shlex.quote(root)}"
+    repo_type, repo_id = hub
+    if root == ".":
+        return f"python -c 'from openenv import AutoEnv; AutoEnv.from_env(\"{repo_id}\")'"
+    local = shlex.quote(f"{repo_id}/{root}")
+    return (f"hf download {repo_id} --repo-type {repo_type} --include {shlex.quote(root + '/*')} "
+            f"--local-dir {shlex.quote(repo_id)} && openenv build {local}")
 
 
 def load_harbor_command(root: str, source: str) -> str:
@@ -108,7 +114,9 @@ def load_harbor_command(root: str, source: str) -> str:
 
 @hookimpl
 def register_layouts(register):
-    register(Layout(LAYOUT, detect, "OpenEnv environments (openenv.yaml + client, server, Dockerfile)"))
+    register(Layout(LAYOUT, detect, "OpenEnv environments (openenv.yaml + client, server, Dockerfile)",
+                    unit="environments", facts={"name": "str: the manifest's name",
+                                                "spec_version": "the manifest's spec_version, or None"}))
 
 
 @hookimpl
@@ -116,8 +124,7 @@ def register_frameworks(register):
     register(Framework(
         tag="openenv",
         native=(LAYOUT,),
-        readers={HARBOR_LAYOUT: reads_harbor},
-        reader_commands={HARBOR_LAYOUT: load_harbor_command},
+        readers={HARBOR_LAYOUT: Reader(reads_harbor, load_harbor_command)},
         description="OpenEnv: agentic execution environments behind a Gym-style API",
         url="https://github.com/meta-pytorch/OpenEnv",
         load_command=load_command,

@@ -5,15 +5,30 @@ from __future__ import annotations
 import re
 import shlex
 
-from ..hookspecs import hookimpl
-from ..model import Detection, Framework, Layout, NearMiss, Problem, Task
-from ..parsing import ParseFailure, load_toml, read_text, short_repr
-from ..sources import hub_repo, hub_web_url
-from ..tree import Tree, basename, join, parent
-from .harbor import LAYOUT as HARBOR_LAYOUT
-from .nemo_gym import LAYOUT as NEMO_LAYOUT
+from envtag import (
+    Detection,
+    Framework,
+    Layout,
+    ParseFailure,
+    Problem,
+    Reader,
+    Refusal,
+    Task,
+    Tree,
+    basename,
+    hookimpl,
+    hub_repo,
+    hub_web_url,
+    join,
+    load_toml,
+    parent,
+    read_text,
+    short_repr,
+)
 
 LAYOUT = "verifiers-env"
+HARBOR_LAYOUT = "harbor-task"  # the layouts it also reads, by their documented names
+NEMO_LAYOUT = "nemo-gym-jsonl"
 MAX_SOURCES = 200  # Python files read per package
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
 # Sources are scanned with line-anchored patterns whose quantifiers never overlap, so each attempt costs at
@@ -173,11 +188,14 @@ def _mentions_verifiers(tree: Tree, path: str) -> bool:
         return False
 
 
-def reads_harbor(task: Task, tasks: list[Task]) -> str | None:
+def reads_harbor(tasks: list[Task]) -> list[Refusal | str | None]:
     """verifiers.v1.tasksets.harbor (parse_task): single-step tasks with a prebuilt image, a compose
     ``main`` service, or no environment build at all (the harness's default image); it refuses tasks that
     only build environment/Dockerfile. It finds tasks through a Harbor registry.json (``harbor download``)."""
-    facts = task.facts
+    return [_harbor_verdict(task.facts) for task in tasks]
+
+
+def _harbor_verdict(facts: dict) -> Refusal | str | None:
     if facts.get("multi_step"):
         return "multi-step task (Verifiers' Harbor loader refuses [[steps]])"
     if facts.get("verifier_user"):
@@ -186,15 +204,15 @@ def reads_harbor(task: Task, tasks: list[Task]) -> str | None:
         return ("only builds environment/Dockerfile (Verifiers needs [environment].docker_image or a "
                 "docker-compose main service)")
     if not facts.get("registry"):
-        return NearMiss("no root registry.json lists them (Verifiers loads Harbor tasks through harbor download)")
+        return Refusal("no root registry.json lists them (Verifiers loads Harbor tasks through harbor download)",
+                       near_miss=True)
     return None
 
 
-def reads_nemo_gym(task: Task, tasks: list[Task]) -> str | None:
+def reads_nemo_gym(tasks: list[Task]) -> list[str | None]:
     """verifiers.v1.tasksets.nemo_gym: rows with responses_create_params; materialised rows are refused."""
-    if task.facts.get("materialised_rows"):
-        return "has materialised task rows (task_id/task_input), which Verifiers' NeMo Gym loader refuses"
-    return None
+    refused = "has materialised task rows (task_id/task_input), which Verifiers' NeMo Gym loader refuses"
+    return [refused if task.facts.get("materialised_rows") else None for task in tasks]
 
 
 def load_command(root: str, source: str) -> str:
@@ -216,7 +234,10 @@ def nemo_gym_command(root: str, source: str) -> str:
 
 @hookimpl
 def register_layouts(register):
-    register(Layout(LAYOUT, detect, "Verifiers environment packages (pyproject depends on verifiers)"))
+    register(Layout(LAYOUT, detect, "Verifiers environment packages (pyproject depends on verifiers)",
+                    unit="packages", facts={"convention": "str: 'v0' (load_environment) or 'v1' (a Taskset)",
+                                            "name": "str: the project name",
+                                            "tool_table": "bool: pyproject.toml has [tool.verifiers]"}))
 
 
 @hookimpl
@@ -224,8 +245,8 @@ def register_frameworks(register):
     register(Framework(
         tag="verifiers",
         native=(LAYOUT,),
-        readers={HARBOR_LAYOUT: reads_harbor, NEMO_LAYOUT: reads_nemo_gym},
-        reader_commands={HARBOR_LAYOUT: harbor_command, NEMO_LAYOUT: nemo_gym_command},
+        readers={HARBOR_LAYOUT: Reader(reads_harbor, harbor_command),
+                 NEMO_LAYOUT: Reader(reads_nemo_gym, nemo_gym_command)},
         description="Verifiers: environments for LLM reinforcement learning",
         url="https://github.com/PrimeIntellect-ai/verifiers",
         load_command=load_command,
