@@ -9,7 +9,7 @@ from .config import Config, load_config, load_folder_config
 from .model import Detection, FrameworkReport, Problem, Refusal, Report, RootReport, Task, counted, unique
 from .plugins import Registry, get_registry
 from .sources import is_hub_address
-from .tree import LocalTree, Tree, TreeError
+from .tree import LocalTree, NarrowedTree, Tree, TreeError
 
 SAMPLE = 3
 
@@ -49,10 +49,7 @@ def detect(source: str | os.PathLike | Tree, *, native_only: bool | None = None,
     if config is None:
         config = load_config(tree)
     if config.skip and not tree.skip:
-        tree.skip = [p.rstrip("/") for p in config.skip]
-        tree._files = {p for p in tree._files if not tree.skipped(p)}
-        tree._dirs = {p for p in tree._dirs if p == "." or not tree.skipped(p)}
-        tree._by_name = None
+        tree = NarrowedTree(tree, config.skip)
     if native_only is None:
         native_only = config.native_only
     return judge(tree, registry, native_only=native_only, config=config)

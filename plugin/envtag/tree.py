@@ -156,6 +156,45 @@ class Tree:
         """Called in a forked child before it reads: let go of what the parent process owns."""
 
 
+class NarrowedTree(Tree):
+    """Another tree without the paths ``skip`` patterns match: ``[tool.envtag] skip`` read from a tree that
+    was built before its config could be read (a git revision, a Hub repo, an upload set). Reads go to the
+    inner tree; the inner tree itself is left as it was (push still uploads every file of it)."""
+
+    def __init__(self, inner: Tree, skip: Iterable[str]):
+        super().__init__(inner.name, skip)
+        self.inner = inner
+        self.full_reads, self.sample_limit, self.fork_safe = inner.full_reads, inner.sample_limit, inner.fork_safe
+        self.left_out, self.notes = inner.left_out, inner.notes
+        self.unreadable = list(getattr(inner, "unreadable", []))
+        self._files = {p for p in inner.files() if not self.skipped(p)}
+        self._dirs = {d for d in inner._dirs if d == "." or not self.skipped(d)}
+
+    def holds_files(self, folder: str) -> bool:
+        return self.inner.holds_files(folder)
+
+    def size(self, path: str) -> int:
+        return self.inner.size(path)
+
+    def _read(self, path: str, limit: int) -> bytes:
+        return self.inner._read(path, limit)
+
+    def read(self, path: str, cap: int = MAX_READ) -> bytes:
+        return self.inner.read(path, cap)
+
+    def read_head(self, path: str, nbytes: int) -> bytes:
+        return self.inner.read_head(path, nbytes)
+
+    def open(self, path: str) -> BinaryIO:
+        return self.inner.open(path)
+
+    def prefetch(self, paths: Iterable[str]) -> None:
+        self.inner.prefetch(paths)
+
+    def after_fork(self) -> None:
+        self.inner.after_fork()
+
+
 class MemoryTree(Tree):
     """Files held in memory (path -> bytes): a single config file read before the walk, tests, plugins'
     tests. The file set's rules apply to the paths as to any listing."""

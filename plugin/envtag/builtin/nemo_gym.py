@@ -277,8 +277,22 @@ def detect(tree: Tree) -> Detection:
 
 
 def _config_evidence(tree: Tree, found: Detection) -> None:
+    """A NeMo Gym config YAML (``responses_api_agents``) is evidence for the data roots it sits beside:
+    those below its folder, or below its parent when the folder is ``configs/`` (NeMo Gym's own layout,
+    ``resources_servers/X/configs/X.yaml`` next to ``resources_servers/X/data/``). Only configs that could
+    concern a data root are read."""
+    roots = sorted({t.root for t in found.tasks})
     configs = [p for p in tree.with_suffix((".yaml", ".yml")) if "config" in p.lower()]
-    for path in sorted(configs)[:CONFIG_SCAN_LIMIT]:
+    read = 0
+    for path in sorted(configs):
+        folder = parent(path)
+        scope = parent(folder) if folder.rpartition("/")[2] in ("configs", "config") else folder
+        concerned = [r for r in roots if scope == "." or r == scope or r.startswith(scope + "/")]
+        if not concerned:
+            continue
+        read += 1
+        if read > CONFIG_SCAN_LIMIT:
+            return
         try:
             data = load_yaml(tree, path, LAYOUT)
         except ParseFailure as exc:
@@ -286,9 +300,9 @@ def _config_evidence(tree: Tree, found: Detection) -> None:
                 found.problems.append(exc.problem)
             continue
         if _mentions_gym(data):
-            for root in sorted({t.root for t in found.tasks}):
-                found.add_evidence(root, f"{path} is a NeMo Gym config (responses_api_agents)")
-            return
+            for root in concerned:  # one config named per root is enough
+                if not any("NeMo Gym config" in sentence for sentence in found.evidence.get(root, [])):
+                    found.add_evidence(root, f"{path} is a NeMo Gym config (responses_api_agents)")
 
 
 def _mentions_gym(data: Any, depth: int = 0) -> bool:

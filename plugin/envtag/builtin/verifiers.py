@@ -86,7 +86,7 @@ def convention(tree: Tree, d: str, nested: set[str]) -> tuple[str | None, list[P
             problems.append(exc.problem)
             continue
         if _LOAD_ENV.search(text):
-            return "v0", problems
+            return "v0", []  # found: the sources it could not read did not matter
         # v1: a Taskset subclass defined in one module and exported by __all__, often of __init__.py
         classes |= _taskset_classes(text)
         exported |= _exported(text)
@@ -97,7 +97,9 @@ def convention(tree: Tree, d: str, nested: set[str]) -> tuple[str | None, list[P
                                 "Verifiers loads a package that exports exactly one", layout=LAYOUT,
                                 framework="verifiers"))
         return "ambiguous", problems
-    return ("v1" if tasksets else None), problems
+    if tasksets:
+        return "v1", [p for p in problems if p.undecided]  # a source past a limit may still hide a second one
+    return None, problems
 
 
 def _taskset_classes(text: str) -> set[str]:
