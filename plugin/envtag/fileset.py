@@ -98,44 +98,37 @@ def usable_name(name: str) -> bool:
     return True
 
 
-def filter_listing(paths: Iterable[str], folders: Iterable[str] = ()) -> tuple[set[str], list[tuple[str, str]]]:
+def filter_listing(paths: Iterable[str]) -> tuple[set[str], list[tuple[str, str]]]:
     """The rule applied to a listing of repo-relative file paths (a git revision, a Hub repo, memory).
 
     Returns (kept paths, [(left-out path, reason)]); a left-out folder is reported once, with a slash.
-    ``folders`` (optional) are filtered alike and their survivors added to the kept set's companion
-    ``kept_folders`` via ``filter_folders``. Whole-list operations in C: a 100,000-path listing with nothing
-    to leave out costs one join, one split and a few set operations, no Python call per path. Links are the
-    caller's business (it knows which paths are links and where they end).
+    Whole-list operations in C: each distinct file and folder name is judged once, folders to leave out are
+    found among the folders (fewer than the files), and the files go in one pass per kind of rule. Links are
+    the caller's business (it knows which paths are links and where they end).
     """
     paths = list(paths)
     if not paths:
         return set(), []
-    reasons = _bad_parts(paths)
-    if not reasons:
+    names = list(map(itemgetter(2), map(str.rpartition, paths, repeat("/"))))
+    bad_folders, bad_names = _bad_parts(paths, names)
+    sensitive = {n for n in set(names) if n.lower() in _FOLDER_SENSITIVE}
+    if not bad_folders and not bad_names and not sensitive:
         return set(paths), []
-    left_out: dict[str, str] = {}
+    left_out: dict[str, str] = dict(bad_folders)
     gone: set[str] = set()
-    slashed = ["/" + p for p in paths]
-    for needle, (reason, kind) in reasons.items():
-        test = {"anywhere": str.__contains__, "name": str.endswith, "at": str.startswith}[kind]
-        for path in compress(paths, map(test, slashed, repeat(needle))):
-            gone.add(path)
-            if kind == "name":
-                where = path
-            else:
-                where = path[: ("/" + path).index(needle) + len(needle) - 1]
-            if where not in left_out:
-                left_out[where] = reason
-    for path in [p for p in paths if p.rpartition("/")[2].lower() in _FOLDER_SENSITIVE]:
+    if bad_folders:
+        gone.update(compress(paths, map(str.startswith, paths, repeat(tuple(bad_folders)))))
+    if bad_names:
+        for path in compress(paths, map(bad_names.__contains__, names)):
+            if path not in gone:
+                gone.add(path)
+                left_out[path] = bad_names[path.rpartition("/")[2]]
+    for path in compress(paths, map(sensitive.__contains__, names)):
         folder, _, name = path.rpartition("/")
-        if is_secret(name, folder.rpartition("/")[2]):
+        if path not in gone and is_secret(name, folder.rpartition("/")[2]):
             gone.add(path)
             left_out[path] = SECRET
-    # a left-out folder is reported once, not with every file under it
-    folders_out = sorted(p for p in left_out if p.endswith("/"))
-    shown = {p: r for p, r in left_out.items()
-             if not any(p != f and p.startswith(f) for f in folders_out)} if folders_out else left_out
-    return set(paths).difference(gone), sorted(shown.items())
+    return set(paths).difference(gone), sorted(left_out.items())
 
 
 def filter_folders(folders: Iterable[str], left_out: list[tuple[str, str]]) -> set[str]:
@@ -150,31 +143,37 @@ def filter_folders(folders: Iterable[str], left_out: list[tuple[str, str]]) -> s
 _FOLDER_SENSITIVE = frozenset(name for _, name in SECRET_IN_FOLDER)
 
 
-def _bad_parts(paths: list[str]) -> dict[str, tuple[str, str]]:
-    """needle -> (reason, kind): ``/name/`` "anywhere" for a folder name to leave out at any depth, ``/name``
-    for a file "name", ``/path/`` "at" the start for one environment folder. Every distinct path component
-    is judged once."""
-    parts = set("/".join(paths).split("/"))
-    names = set(map(itemgetter(2), map(str.rpartition, paths, repeat("/"))))
-    needles: dict[str, tuple[str, str]] = {}
-    for part in parts:
-        reason = dir_reason(part)
-        if reason is not None:
-            needles[f"/{part}/"] = (reason, "anywhere")
-        if part in names:
-            reason = file_reason(part)
+def _bad_parts(paths: list[str], names: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """({top-most folder to leave out, with a slash: reason}, {file name to leave out: reason}).
+
+    Folder names are judged only on the folders a substring test (in C) marks as suspect: a dot, a cache
+    folder's name, a line break, an environment marker, a name that is not UTF-8."""
+    folders = list(set(map(itemgetter(0), map(str.rpartition, paths, repeat("/")))).difference(("",)))
+    file_names = set(names)
+    bad_names = {name: reason for name in file_names if (reason := file_reason(name)) is not None}
+    suspects: set[str] = set(compress(folders, map(str.startswith, folders, repeat("."))))
+    for needle in ("/.", *SKIP_DIRS, ENV_DIR_MARKER, "\n", "\r"):
+        suspects.update(compress(folders, map(str.__contains__, folders, repeat(needle))))
+    joined = "\0".join(folders)
+    if not joined.isascii() and not usable_name(joined.replace("\n", "").replace("\r", "")):
+        suspects.update(f for f in folders if not usable_name(f))
+    bad: dict[str, str] = {}  # folder (with a slash) -> reason
+    for folder in suspects:
+        parts = folder.split("/")
+        for depth, part in enumerate(parts):
+            reason = ENVIRONMENT if part == ENV_DIR_MARKER else dir_reason(part)
             if reason is not None:
-                needles[f"/{part}"] = (reason, "name")
-    if ENV_FILE_MARKER in names or ENV_DIR_MARKER in parts:
-        for path in paths:
-            folder, _, name = path.rpartition("/")
-            if name == ENV_FILE_MARKER and folder:
-                needles[f"/{folder}/"] = (ENVIRONMENT, "at")
-            elif f"/{ENV_DIR_MARKER}/" in f"/{path}":
-                env = f"/{path}".split(f"/{ENV_DIR_MARKER}/")[0]
-                if env:
-                    needles[f"{env}/"] = (ENVIRONMENT, "at")
-    return needles
+                end = depth if part == ENV_DIR_MARKER else depth + 1  # conda-meta/ marks its parent
+                if end:
+                    bad["/".join(parts[:end]) + "/"] = reason
+                break
+    if ENV_FILE_MARKER in file_names:
+        for path in compress(paths, map(ENV_FILE_MARKER.__eq__, names)):
+            if "/" in path:
+                bad.setdefault(path.rpartition("/")[0] + "/", ENVIRONMENT)
+    # only the top-most: a folder inside a left-out one is not reported again
+    top = tuple(bad)
+    return {f: r for f, r in bad.items() if not any(f != t and f.startswith(t) for t in top)}, bad_names
 
 
 # -- git's ignore rules --------------------------------------------------------------------------------

@@ -1,0 +1,186 @@
+"""The plugin SDK is the public API: the built-ins live on it, third-party plugins can do all they do, and
+the contract (types, hook names, readers, units) is checked where a plugin author would trip on it."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import envtag
+from envtag import Framework, Layout, Reader, hookimpl
+from envtag.testing import detect_with, registry_with
+from fixture_repos import build, harbor_task, harbor_tasks, openenv_env
+from test_hub import isolate_hf, start_server
+
+REPO = Path(__file__).resolve().parent.parent
+BUILTINS = sorted((REPO / "plugin" / "envtag" / "builtin").glob("*.py"))
+EXAMPLES = REPO / "examples"
+sys.path.insert(0, str(EXAMPLES / "envtag-gem"))
+import envtag_gem  # noqa: E402
+
+
+@pytest.mark.parametrize("path", [p for p in BUILTINS if p.name != "__init__.py"], ids=lambda p: p.stem)
+def test_a_builtin_imports_only_the_public_api(path):
+    """Everything a built-in needs comes from ``envtag`` itself: a third-party plugin can do the same."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path.name}:{node.lineno}: a relative import reaches into envtag's modules"
+            assert not (node.module or "").startswith("envtag."), f"{path.name}:{node.lineno}: {node.module}"
+            if node.module == "envtag":
+                private = [a.name for a in node.names if a.name not in envtag.__all__]
+                assert not private, f"{path.name}:{node.lineno}: {private} are not in envtag.__all__"
+        elif isinstance(node, ast.Import):
+            assert not any(a.name.startswith("envtag.") for a in node.names), f"{path.name}:{node.lineno}"
+
+
+def test_every_public_name_is_importable_and_listed():
+    for name in envtag.__all__:
+        assert getattr(envtag, name) is not None, name
+    assert set(envtag.__all__) <= set(dir(envtag))
+    assert {"detect", "Tree", "TreeError", "Reader", "load_toml", "hookimpl"} <= set(dir(envtag))
+
+
+@pytest.mark.parametrize("example", ["envtag-gem", "envtag-minari"])
+def test_the_example_plugins_pass_their_own_tests(example):
+    """Written from the guide, tested with envtag.testing: run as their authors would run them."""
+    folder = EXAMPLES / example
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)],
+                            cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout
+
+
+def test_a_third_party_plugin_reads_a_hub_repo_with_prefetch(monkeypatch, tmp_path):
+    server = start_server()
+    try:
+        isolate_hf(monkeypatch, tmp_path, server)
+        files = {f"envs/e{i}/gem.toml": f'[env]\nid = "e{i}"\nentry_point = "m:C"\n' for i in range(20)}
+        files["envs/bad/gem.toml"] = '[env]\nid = "bad"\nentry_point = \n'
+        server.create_repo("alice/gems", files=files)
+        server.reset_log()
+        report = detect_with("hf://datasets/alice/gems", envtag_gem)
+        reads = [r for r in server.requests if "/resolve/" in r.path]
+    finally:
+        server.stop()
+    assert report.framework("gem").counts == {"environments": 20}
+    assert report.framework("gem").load_commands["envs/e1"] == "gem run --repo alice/gems envs/e1"
+    assert [(p.path, p.line) for p in report.problems if p.layout == "gem-env"] == [("envs/bad/gem.toml", 3)]
+    assert len(reads) == 21  # every gem.toml once: the prefetch read them, the detector found them in memory
+
+
+def test_readers_see_harbor_tasks_through_documented_facts():
+    harbor = registry_with(builtins=True).layouts["harbor-task"]
+    assert harbor.unit == "tasks"
+    assert {"docker_image", "multi_step", "compose_main", "dockerfile", "registry"} <= set(harbor.facts)
+    result = subprocess.run([sys.executable, "-m", "envtag", "frameworks", "--json"], capture_output=True,
+                            text=True, env={**os.environ, "ENVTAG_PLUGINS": ""})
+    layouts = {layout["name"]: layout for layout in json.loads(result.stdout)["layouts"]}
+    assert layouts["harbor-task"]["facts"]["docker_image"].startswith("bool")
+    assert layouts["nemo-gym-jsonl"]["unit"] == "rows" and layouts["openenv-env"]["unit"] == "environments"
+
+
+# -- the contract, checked at registration ----------------------------------------------------------------
+
+class Misspelt:
+    @hookimpl
+    def register_layout(self, register):  # the hook is register_layouts
+        register(Layout("never", lambda tree: None))
+
+
+class StringNative:
+    @hookimpl
+    def register_layouts(self, register):
+        register(Layout("gem-env", lambda tree: envtag.Detection()))
+
+    @hookimpl
+    def register_frameworks(self, register):
+        register(Framework(tag="gem", native="gem-env"))  # a string, not a tuple
+        register(Framework(tag="bare", native=(), readers={"harbor-task": lambda tasks: []}))  # not a Reader
+
+
+def test_a_misspelt_hook_and_a_string_native_are_reported_by_name():
+    registry = registry_with(Misspelt(), StringNative())
+    errors = "\n".join(registry.errors)
+    assert "plugin 'Misspelt'" in errors and "register_layout" in errors
+    assert "known hooks: register_frameworks" in errors
+    assert "plugin 'StringNative': Framework 'gem': native must be a tuple of layout names, like ('gem-env',)" in errors
+    assert "readers['harbor-task'] must be envtag.Reader(check, command)" in errors
+    assert "gem" not in registry.frameworks and "bare" not in registry.frameworks  # refused, not half-used
+
+
+def test_cli_reports_a_broken_third_party_plugin(tmp_path):
+    site = tmp_path / "site"
+    (site / "bad_gem.py").parent.mkdir(parents=True)
+    (site / "bad_gem.py").write_text("from envtag import Framework, hookimpl\n\n"
+                                     "@hookimpl\ndef register_layout(register):\n    pass\n\n")
+    (site / "bad_gem-0.1.dist-info").mkdir()
+    (site / "bad_gem-0.1.dist-info" / "entry_points.txt").write_text("[envtag]\nbad-gem = bad_gem\n")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("ENVTAG_")}, "PYTHONPATH": str(site)}
+    build(tmp_path / "ts", harbor_tasks("tasks", ["a"]))
+    for args in (["frameworks"], ["detect", str(tmp_path / "ts")]):
+        result = subprocess.run([sys.executable, "-m", "envtag", *args], capture_output=True, text=True, env=env)
+        assert result.returncode == 0
+        assert "warning: plugin 'bad-gem'" in result.stderr and "register_layout" in result.stderr
+
+
+def test_a_root_refused_for_mixed_reasons_says_each_with_counts():
+    files = {}
+    for name in ("a", "b"):  # builds its own image: Verifiers cannot run it
+        files.update(harbor_task(f"tasks/{name}"))
+    for name in ("c", "d"):  # a prebuilt image, but no registry.json lists it (a near-miss)
+        files.update(harbor_task(f"tasks/{name}", docker_image="python:3.12", env_dir=False))
+    report = detect_with(files)
+    root = next(r for r in report.roots if r.path == "tasks")
+    refused = root.refused["verifiers"]
+    assert "only builds environment/Dockerfile" in refused and "(2)" in refused
+    assert "no root registry.json lists them" in refused and refused.count("(2)") == 2
+    assert "not read by verifiers:" in envtag_render(report)
+
+
+def envtag_render(report) -> str:
+    from envtag.render import human
+
+    return human(report)
+
+
+def test_each_openenv_environment_is_its_own_root_with_a_command_for_it():
+    report = detect_with({**openenv_env("envs/echo"), **openenv_env("envs/chess")})
+    openenv = report.framework("openenv")
+    assert openenv.roots == ["envs/chess", "envs/echo"] and openenv.counts == {"environments": 2}
+    assert openenv.load_commands["envs/echo"] == "openenv build envs/echo"
+    hub = detect_with(envtag.testing.tree({**openenv_env("envs/echo")}, name="hf://spaces/alice/envs"))
+    assert hub.framework("openenv").load_commands["envs/echo"] == (
+        "hf download alice/envs --repo-type space --include 'envs/echo/*' --local-dir alice/envs "
+        "&& openenv build alice/envs/envs/echo")
+
+
+def test_a_reader_that_answers_the_wrong_shape_is_reported_and_reads_nothing():
+    class Short:
+        @hookimpl
+        def register_frameworks(self, register):
+            register(Framework(tag="short", native=(), readers={"harbor-task": Reader(lambda tasks: [None])}))
+
+    report = detect_with(harbor_tasks("tasks", ["a", "b"]), Short())
+    assert "short" not in report.tags
+    assert any("answered 1 verdicts for 2 tasks" in p.message for p in report.problems)
+    assert report.undecided.get("short")  # never pruned on that verdict
+
+
+def test_units_are_never_added_up():
+    registry = [{"name": "ts", "version": "1", "description": "", "tasks": [{"name": n, "path": f"tasks/{n}"}
+                                                                           for n in ("a", "b")]}]
+    files = {**harbor_tasks("tasks", ["a", "b"], docker_image="python:3.12", env_dir=False),
+             "registry.json": json.dumps(registry),
+             "data/train.jsonl": '{"responses_create_params": {"input": "hi"}}\n' * 3}
+    report = detect_with(files)
+    verifiers = report.framework("verifiers")
+    assert sorted(verifiers.roots) == ["data", "tasks"]
+    assert verifiers.counts == {"tasks": 2, "rows": 3} and verifiers.tasks == 2  # 2 tasks and 3 rows, not "5"
+    assert report.framework("nemo-gym").counts == {"rows": 3}
