@@ -184,3 +184,27 @@ def test_units_are_never_added_up():
     assert sorted(verifiers.roots) == ["data", "tasks"]
     assert verifiers.counts == {"tasks": 2, "rows": 3} and verifiers.tasks == 2  # 2 tasks and 3 rows, not "5"
     assert report.framework("nemo-gym").counts == {"rows": 3}
+
+
+def test_the_plugin_guide_shows_the_example_as_it_is():
+    """docs/plugins.md quotes examples/envtag-gem: each quoted file must be the file."""
+    guide = (REPO / "docs" / "plugins.md").read_text()
+    blocks = [block.split("\n", 1) for block in guide.split("```")[1::2]]
+    quoted = {first.split("# ", 1)[1]: body for first, body in (b[1].split("\n", 1) for b in blocks if len(b) == 2)
+              if first.startswith("# examples/")}
+    assert set(quoted) == {"examples/envtag-gem/pyproject.toml", "examples/envtag-gem/envtag_gem/__init__.py",
+                           "examples/envtag-gem/tests/test_gem.py"}
+    for path, body in quoted.items():
+        assert body.rstrip() == (REPO / path).read_text().rstrip(), f"docs/plugins.md quotes an old {path}"
+
+
+def test_the_readme_plugin_sketch_runs():
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Writing a plugin", 1)[1]
+    code = next(block.split("\n", 1)[1] for block in section.split("```")[1::2] if block.startswith("python"))
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - the README's own snippet
+    plugin = type("Sketch", (), {k: staticmethod(v) for k, v in namespace.items() if k.startswith("register_")})
+    report = detect_with({"envs/a/gem.toml": "", **harbor_tasks("tasks", ["t"], docker_image="x", env_dir=False)},
+                         plugin())
+    assert sorted(report.framework("gem").roots) == ["envs/a", "tasks"]
