@@ -8,7 +8,10 @@ names the fixture and the file.
 
 from __future__ import annotations
 
+import os
+import shlex
 import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,7 +19,8 @@ import pytest
 from venvs import ensure_venv, run_checker
 
 from conftest import COUNTS
-from envtag.engine import run_detectors
+from envtag import Refusal
+from envtag.engine import detect, run_detectors
 from envtag.plugins import get_registry
 from envtag.tree import LocalTree, parent
 from fixture_repos import FIXTURES, build
@@ -56,9 +60,11 @@ def claims(tmp_path_factory) -> dict[str, Claims]:
             claim.accepted[layout] = detection.tasks
             claim.refused[layout] = [p.path for p in detection.problems if p.layout == layout]
         for tag, framework in registry.frameworks.items():
-            for layout, check in framework.readers.items():
+            for layout, reader in framework.readers.items():
                 tasks = claim.accepted.get(layout, [])
-                claim.readers[(tag, layout)] = {t.path: check(t, tasks) for t in tasks}
+                verdicts = reader.check(tasks)
+                claim.readers[(tag, layout)] = {t.path: (v.reason if isinstance(v, Refusal) else v)
+                                                for t, v in zip(tasks, verdicts, strict=True)}
         result[name] = claim
     yield result
     shutil.rmtree(base, ignore_errors=True)
@@ -152,6 +158,32 @@ def test_openenv_native(claims):
             requests.append((name, unit, False, {"kind": "native", "path": str(claim.root / unit)}))
     assert len(requests) >= 8
     _compare("openenv", requests, label="openenv (openenv push structure + manifest check)")
+
+
+def test_openenv_roots_are_what_openenv_build_takes(claims, tmp_path):
+    """Each OpenEnv root envtag reports is one environment folder, and the command envtag prints for it,
+    run as printed by OpenEnv's own CLI (docker replaced by a stub: no engine here), passes OpenEnv's checks
+    and reaches the image build."""
+    venv, reason = ensure_venv("openenv", log=print)
+    if venv is None:
+        pytest.skip(f"openenv: {reason}")
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "docker").write_text("#!/bin/sh\nexit 0\n")
+    (stub / "docker").chmod(0o755)
+    env = {**os.environ, "PATH": f"{stub}{os.pathsep}{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+    checked = 0
+    for name, claim in claims.items():
+        report = detect(claim.root)
+        for root in (r for r in report.roots if r.layout == "openenv-env"):
+            command = shlex.split(root.load_commands["openenv"])
+            assert command[:2] == ["openenv", "build"] and root.units == 1, (name, root.path, command)
+            done = subprocess.run(command, cwd=claim.root, env=env, capture_output=True, text=True, timeout=300)
+            out = done.stdout + done.stderr
+            assert done.returncode == 0 and "Building Docker image for" in out, (name, root.path, out[-2000:])
+            checked += 1
+    assert checked >= 5
+    COUNTS["openenv build on each reported root (OpenEnv's CLI)"] = f"{checked} roots built, 0 refused"
 
 
 def test_openenv_reads_harbor_from_the_hub(claims):

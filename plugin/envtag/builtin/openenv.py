@@ -96,8 +96,8 @@ def _harbor_verdict(parts: list[str], tasks_has_direct_tasks: bool) -> str | Non
 def load_command(root: str, source: str) -> str:
     """The environment folder ``root``: built locally, or from the Hub (a Space holds one at its root)."""
     hub = hub_repo(source)
-    if hub is None:
-        return f"openenv build {shlex.quote(root)}"
+    if hub is None:  # `openenv build .` names the image "" and fails (openenv 0.10): the folder is the default
+        return "openenv build" if root == "." else f"openenv build {shlex.quote(root)}"
     repo_type, repo_id = hub
     if root == ".":
         return f"python -c 'from openenv import AutoEnv; AutoEnv.from_env(\"{repo_id}\")'"
