@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from .parsing import YamlRefused, parse_yaml
+from .parsing import YamlRefused, parse_yaml, utf8_error
 
 __all__ = [
     "CARD_CAP",
@@ -97,13 +97,8 @@ def decode_card(data: bytes, path: str | os.PathLike[str] | None) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise CardError(
-            f"not UTF-8: byte 0x{data[exc.start]:02x} at column {column} ({exc.reason})",
-            line=line,
-            path=path,
-        ) from None
+        line, why = utf8_error(data, exc)
+        raise CardError(why, line=line, path=path) from None
 
 
 def write_card(path: str | os.PathLike[str], text: str, *, expected: str | None | object = _UNCHECKED) -> None:
@@ -447,86 +442,97 @@ def _refuse(message: str, header: _Header, index: int | None, path: Any) -> Card
 
 
 def _edit(header: _Header, keep: list[bool], added: list[str], path: Any) -> str:
-    """Splice the new tags into the header text; the caller verifies the result."""
-    text, offset = header.text, header.start
+    """Splice the new tags into the header text, by the shape of ``tags:``; the caller verifies the result."""
     key, value = header.key, header.value
-    kept = [tag for tag, flag in zip(header.tags, keep, strict=True) if flag]
-    final_empty = not kept and not added
-
     if key is None or value is None:
-        # No `tags:` key: append a block at the end of the header, at the mapping's indentation.
-        indent, position = 0, header.end
-        if isinstance(header.root, yaml.MappingNode) and header.root.value:
-            indent = header.root.value[0][0].start_mark.column
-            hub = _hub_view(text, header.start, header.end)
-            if hub is not None and not _same(hub, _other_keys(header.data)):
-                # The last value is a block scalar whose final line break only exists for a parser
-                # that keeps the header's last newline (huggingface_hub's does not): go before it.
-                position = _line_start(text, offset + header.root.value[-1][0].start_mark.index)
-        pad, nl = " " * indent, header.newline
-        block = f"{pad}tags:{nl}" + "".join(f"{pad}- {_render(tag, None)}{nl}" for tag in added)
-        return _splice(text, [(position, position, block)])
-
+        return _add_tags_key(header, added)
     if value.start_mark.index < key.end_mark.index:
         raise _refuse("tags: is a YAML alias", header, key.start_mark.index, path)
-    colon = offset + key.end_mark.index
-    while colon < len(text) and text[colon] in " \t":
+    colon = header.start + key.end_mark.index
+    while colon < len(header.text) and header.text[colon] in " \t":
         colon += 1
-    if text[colon : colon + 1] != ":":
+    if header.text[colon : colon + 1] != ":":
         raise _refuse("unsupported form of the tags: key", header, key.start_mark.index, path)
     colon += 1
-    value_start, value_end = offset + value.start_mark.index, _node_end(text, value, offset)
-
     if isinstance(value, yaml.SequenceNode) and not value.flow_style:
-        items = value.value
-        if final_empty:
-            return _splice(text, [(colon, _node_end(text, items[-1], offset), " []")])
-        edits = []
-        dashes = []
-        for item in items:
-            item_start = offset + item.start_mark.index
-            dash = item_start - 1
-            while dash >= 0 and text[dash] in " \t\r\n":
-                dash -= 1
-            line_start = _line_start(text, dash)
-            if text[dash : dash + 1] != "-" or text[line_start:dash].strip(" "):
-                raise _refuse("unusual list item layout", header, item.start_mark.index, path)
-            dashes.append((line_start, dash, item_start))
-        for item, flag, (line_start, _, _) in zip(items, keep, dashes, strict=True):
-            if not flag:
-                brk, newline = _line_end(text, _node_end(text, item, offset))
-                edits.append((line_start, brk + len(newline), ""))
-        if added:
-            last = items[-1]
-            line_start, dash, item_start = dashes[-1]
-            gap = text[dash + 1 : item_start]
-            prefix = text[line_start : dash + 1] + (" " if _LINE_BREAK.search(gap) else gap)
-            position, lead, nl = _after_line(text, _node_end(text, last, offset), header.newline)
-            style = last.style if isinstance(last, yaml.ScalarNode) else None
-            block = lead + "".join(f"{prefix}{_render(tag, style)}{nl}" for tag in added)
-            edits.append((position, position, block))
-        return _splice(text, edits)
+        return _edit_block_list(header, value, colon, keep, added, path)
+    if isinstance(value, yaml.SequenceNode):
+        return _edit_flow_list(header, value, keep, added)
+    if isinstance(value, yaml.ScalarNode):
+        return _edit_scalar(header, value, colon, keep, added)
+    raise _refuse("tags: is not a list", header, value.start_mark.index, path)
 
-    if isinstance(value, yaml.SequenceNode):  # flow list: keep the flow style
-        items = value.value
-        style = items[-1].style if items and isinstance(items[-1], yaml.ScalarNode) else None
-        rendered = [_render(tag, style) for tag in added]
-        if all(keep):
-            if items:
-                position = _node_end(text, items[-1], offset)
-                return _splice(text, [(position, position, ", " + ", ".join(rendered))])
-            return _splice(text, [(value_start + 1, value_start + 1, ", ".join(rendered))])
+
+def _add_tags_key(header: _Header, added: list[str]) -> str:
+    """No ``tags:`` key: a block at the end of the header, at the mapping's indentation."""
+    text, indent, position = header.text, 0, header.end
+    if isinstance(header.root, yaml.MappingNode) and header.root.value:
+        indent = header.root.value[0][0].start_mark.column
+        hub = _hub_view(text, header.start, header.end)
+        if hub is not None and not _same(hub, _other_keys(header.data)):
+            # The last value is a block scalar whose final line break only exists for a parser
+            # that keeps the header's last newline (huggingface_hub's does not): go before it.
+            position = _line_start(text, header.start + header.root.value[-1][0].start_mark.index)
+    pad, nl = " " * indent, header.newline
+    block = f"{pad}tags:{nl}" + "".join(f"{pad}- {_render(tag, None)}{nl}" for tag in added)
+    return _splice(text, [(position, position, block)])
+
+
+def _edit_block_list(header: _Header, value: yaml.SequenceNode, colon: int, keep: list[bool], added: list[str],
+                     path: Any) -> str:
+    """``tags:`` then ``- a`` lines: drop the lines of removed items, add lines after the last one, in its
+    dash's indentation and its quote style."""
+    text, offset, items = header.text, header.start, value.value
+    if not any(keep) and not added:
+        return _splice(text, [(colon, _node_end(text, items[-1], offset), " []")])
+    edits = []
+    dashes = []
+    for item in items:
+        item_start = offset + item.start_mark.index
+        dash = item_start - 1
+        while dash >= 0 and text[dash] in " \t\r\n":
+            dash -= 1
+        line_start = _line_start(text, dash)
+        if text[dash : dash + 1] != "-" or text[line_start:dash].strip(" "):
+            raise _refuse("unusual list item layout", header, item.start_mark.index, path)
+        dashes.append((line_start, dash, item_start))
+    for item, flag, (line_start, _, _) in zip(items, keep, dashes, strict=True):
+        if not flag:
+            brk, newline = _line_end(text, _node_end(text, item, offset))
+            edits.append((line_start, brk + len(newline), ""))
+    if added:
+        last = items[-1]
+        line_start, dash, item_start = dashes[-1]
+        gap = text[dash + 1 : item_start]
+        prefix = text[line_start : dash + 1] + (" " if _LINE_BREAK.search(gap) else gap)
+        position, lead, nl = _after_line(text, _node_end(text, last, offset), header.newline)
+        style = last.style if isinstance(last, yaml.ScalarNode) else None
+        block = lead + "".join(f"{prefix}{_render(tag, style)}{nl}" for tag in added)
+        edits.append((position, position, block))
+    return _splice(text, edits)
+
+
+def _edit_flow_list(header: _Header, value: yaml.SequenceNode, keep: list[bool], added: list[str]) -> str:
+    """``tags: [a, b]``: keep the flow style; new items after the last one, removed ones cut out with a comma."""
+    text, offset, items = header.text, header.start, value.value
+    value_start = offset + value.start_mark.index
+    style = items[-1].style if items and isinstance(items[-1], yaml.ScalarNode) else None
+    rendered = [_render(tag, style) for tag in added]
+    if not all(keep):
         return _prune_flow(text, items, keep, rendered, offset, value_start)
+    if items:
+        position = _node_end(text, items[-1], offset)
+        return _splice(text, [(position, position, ", " + ", ".join(rendered))])
+    return _splice(text, [(value_start + 1, value_start + 1, ", ".join(rendered))])
 
-    if not isinstance(value, yaml.ScalarNode):
-        raise _refuse("tags: is not a list", header, value.start_mark.index, path)
 
-    # A scalar (`tags: harbor`) or no value (`tags:`, `tags: null`): turn it into a block list.
-    if final_empty:
+def _edit_scalar(header: _Header, value: yaml.ScalarNode, colon: int, keep: list[bool], added: list[str]) -> str:
+    """A scalar (``tags: harbor``) or no value (``tags:``, ``tags: null``): turned into a block list."""
+    text, offset, key = header.text, header.start, header.key
+    value_start, value_end = offset + value.start_mark.index, _node_end(text, value, offset)
+    if not any(keep) and not added:
         return _splice(text, [(colon, value_end, " []")])
-    items_src = [
-        _source(text, value, offset, tag) for tag, flag in zip(header.tags, keep, strict=True) if flag
-    ]
+    items_src = [_source(text, value, offset, tag) for tag, flag in zip(header.tags, keep, strict=True) if flag]
     style = value.style if header.tags else None
     items_src += [_render(tag, style) for tag in added]
     brk, newline = _line_end(text, value_end)

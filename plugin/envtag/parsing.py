@@ -74,8 +74,15 @@ def read_text(tree: Tree, path: str, layout: str | None = None) -> str:
         text = data.decode("utf-8")  # the C codec; "utf-8-sig" goes through a Python-level decoder
         return text[1:] if text.startswith("\ufeff") else text
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise ParseFailure(Problem(path, f"not UTF-8 (byte {exc.start})", line=line, layout=layout)) from None
+        line, why = utf8_error(data, exc)
+        raise ParseFailure(Problem(path, why, line=line, layout=layout)) from None
+
+
+def utf8_error(data: bytes, exc: UnicodeDecodeError) -> tuple[int, str]:
+    """(1-based line, message) of the first byte that is not UTF-8: for every file envtag decodes."""
+    line = data.count(b"\n", 0, exc.start) + 1
+    column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+    return line, f"not UTF-8: byte 0x{data[exc.start]:02x} at column {column} ({exc.reason})"
 
 
 def load_json(tree: Tree, path: str, layout: str | None = None) -> Any:
