@@ -577,9 +577,11 @@ def test_401_and_403_say_what_to_do_and_never_show_the_token(srv, tmp_path, monk
     assert result.pr_url and srv.pull_requests("alice/ts")[0].author == "reader"
 
     monkeypatch.delenv("HF_TOKEN")
+    srv.reset_log()
     with pytest.raises(HubError) as error:
         push_to_hub(folder, "alice/ts")
-    assert error.value.status == 401 and "HF_TOKEN" in str(error.value)
+    assert error.value.code == "auth" and "HF_TOKEN" in str(error.value)
+    assert srv.requests == []  # no token: said before any request
     messages.append(str(error.value))
 
     out, err = capsys.readouterr()

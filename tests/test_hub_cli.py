@@ -159,7 +159,7 @@ def test_auth_errors_say_what_to_do_with_exit_2_and_no_traceback(envtag, srv, tm
         assert code == 2 and "permission denied (403)" in err and "--create-pr" in err, err
 
     code, out, err = envtag("push", str(folder), "--repo-id", "alice/ts", token=None)
-    assert code == 2 and "(401)" in err and "HF_TOKEN" in err
+    assert code == 2 and "needs a Hugging Face token" in err and "HF_TOKEN" in err
 
     code, out, err = envtag("tag", "hf://datasets/alice/nope", "--check")
     assert code == 2 and "repository not found" in err

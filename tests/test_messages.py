@@ -113,3 +113,55 @@ def test_a_revision_missing_from_a_shallow_clone_says_how_to_fetch_it(tmp_path):
     result = run("tag", str(clone), "--check", "--rev", "v1")
     assert result.returncode == 2
     assert "shallow clone" in result.stderr and "git fetch --depth=1 origin v1" in result.stderr
+
+
+# -- offline, no token, a bad repo id: said at once, in a line or two ----------------------------------------
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # nothing listens there once closed: connections are refused
+
+
+def offline(*args: str, token: str | None = "hf_offline_token", tmp_path: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "ENVTAG_"))}
+    env.update({"HF_ENDPOINT": f"http://127.0.0.1:{_closed_port()}", "HF_HOME": str(tmp_path / "hf"),
+                "ENVTAG_PLUGINS": ""})
+    if token:
+        env["HF_TOKEN"] = token
+    return subprocess.run([sys.executable, "-m", "envtag", *args], capture_output=True, text=True, env=env,
+                          timeout=60)
+
+
+@pytest.mark.parametrize("args", [["tag", "--author", "nobody"], ["tag", "hf://datasets/alice/x", "--check"],
+                                  ["push", "{ts}", "--repo-id", "alice/x"], ["detect", "hf://datasets/alice/x"]])
+def test_offline_every_hub_command_says_so_in_one_line(tmp_path, args):
+    folder = taskset(tmp_path / "ts")
+    result = offline(*[a.format(ts=folder) for a in args], tmp_path=tmp_path)
+    assert result.returncode == 2
+    assert "cannot connect to http://127.0.0.1:" in result.stderr and "HF_ENDPOINT" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr  # no retry logs, no traceback
+
+
+def test_a_write_without_a_token_says_so_before_any_request(tmp_path):
+    folder = taskset(tmp_path / "ts")
+    for args in (["push", str(folder), "--repo-id", "alice/x"], ["tag", "hf://datasets/alice/x"]):
+        result = offline(*args, token=None, tmp_path=tmp_path)
+        assert result.returncode == 2 and "needs a Hugging Face token" in result.stderr, result.stderr
+        assert "cannot connect" not in result.stderr  # said before trying the (unreachable) Hub
+
+
+def test_a_repo_id_without_owner_is_refused_locally(tmp_path):
+    folder = taskset(tmp_path / "ts")
+    result = offline("push", str(folder), "--repo-id", "nemo-test", tmp_path=tmp_path)
+    assert result.returncode == 2 and "'nemo-test': not a Hub repo id; expected OWNER/NAME" in result.stderr
+
+
+def test_push_dry_run_works_offline_and_says_what_it_could_not_compare(tmp_path):
+    folder = taskset(tmp_path / "ts")
+    result = offline("push", str(folder), "--repo-id", "alice/x", "--dry-run", token=None, tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "Dry run offline: " in result.stdout and "nothing could be compared with the Hub" in result.stdout
+    assert "  tasks/a/task.toml" in result.stdout and "+- rl-environment" in result.stdout

@@ -73,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # huggingface_hub's own retry warnings would repeat what envtag says once, in one line (env var: its rule)
+    os.environ.setdefault("HF_HUB_VERBOSITY", "error")
     # A run builds many small objects and frees few: collect less often (as mypy does); ~6% of detection.
     # Both settings are put back on return, for programs that call main() in their own process.
     from . import parallel
@@ -262,7 +264,10 @@ def cmd_push(args: argparse.Namespace) -> int:
             print(f"  {line}")
     target = f"{result.repo_type} {result.repo_id}"
     if args.dry_run:
-        if not result.repo_exists:
+        if result.offline:
+            print(f"\nDry run offline: {result.offline}\nEvery file is listed as new, and the card is planned "
+                  "from the folder's own README.md: nothing could be compared with the Hub.")
+        elif not result.repo_exists:
             print(f"\nDry run: {target} does not exist; push would create it{' (private)' if args.private else ''}")
         if not result.files:
             print(f"\nDry run: {target} is up to date; push would make no commit")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,7 @@ class PushResult:
     dry_run: bool = False
     repo_exists: bool = True  # False on a dry run against a repo that push would create
     left_out: list[tuple[str, str]] = field(default_factory=list)  # (path, why) the file set leaves out
+    offline: str | None = None  # a dry run that could not reach the Hub: why (nothing was compared)
 
     @property
     def committed(self) -> bool:
@@ -77,6 +79,28 @@ class TagResult:
 
 def _token(token: str | None) -> str | None:
     return token or os.environ.get("HF_TOKEN") or None
+
+
+def _write_token(token: str | None, what: str) -> str:
+    """The token for a write, checked before any request is made: saying so beats a 401 after a listing."""
+    from huggingface_hub import get_token
+
+    found = _token(token) or get_token()
+    if not found:
+        raise HubError(f"{what} needs a Hugging Face token with write access: set HF_TOKEN, run `hf auth login`, "
+                       "or pass token=...; nothing was sent", code="auth")
+    return found
+
+
+_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def check_repo_id(repo_id: str) -> str:
+    """OWNER/NAME as the Hub spells repo ids, checked locally (before any request)."""
+    if not isinstance(repo_id, str) or not _REPO_ID.match(repo_id) or ".." in repo_id or repo_id.endswith(".git"):
+        raise HubError(f"{repo_id!r}: not a Hub repo id; expected OWNER/NAME (a user or an organisation, then the "
+                       "name: letters, digits, '-', '_', '.'), e.g. my-org/my-taskset", code="repo-id")
+    return repo_id
 
 
 def _git_blob_sha(path: Path) -> str:
@@ -213,8 +237,11 @@ def push_to_hub(folder: str | os.PathLike, repo_id: str, *, repo_type: str = "da
     against, so a concurrent change makes it fail (HubError, nothing written) instead of being overwritten.
     ``revision`` is the Hub branch to commit to; ``rev`` the local git revision to publish.
     """
+    check_repo_id(repo_id)
     if not os.path.isdir(folder):
         raise TreeError(f"{os.fspath(folder)}: not a folder")
+    if not dry_run:
+        token = _write_token(token, "push")
     upload = _UploadSet(os.fspath(folder), rev)
     try:
         return _push(upload, repo_id, repo_type=repo_type, revision=revision, create_pr=create_pr,
@@ -232,7 +259,16 @@ def _push(upload: _UploadSet, repo_id: str, *, repo_type: str, revision: str | N
     local_card = upload.card_text()  # before detection narrows the tree by [tool.envtag] skip
     report = detect(upload.tree, native_only=native_only, config=upload.config)
     client = Client(token=_token(token), endpoint=endpoint)
-    exists = client.repo_exists(repo_id, repo_type)
+    try:
+        exists = client.repo_exists(repo_id, repo_type)
+    except HubError as exc:
+        if not dry_run or exc.status is not None:
+            raise
+        # offline: a dry run still shows the plan, against an empty repo, and says so
+        plan = plan_card(local_card, report, path=CARD)
+        files = [f for f in upload.files if f != CARD] + ([CARD] if plan.after or local_card else [])
+        return PushResult(repo_id=repo_id, repo_type=repo_type, report=report, plan=plan, files=files,
+                          dry_run=True, repo_exists=False, left_out=upload.left_out, offline=str(exc))
     created = False
     if not exists and not dry_run:
         kwargs: dict[str, Any] = {"space_sdk": "docker"} if repo_type == "space" else {}
@@ -300,6 +336,10 @@ def tag_hub_repo(repo_id: str, *, repo_type: str = "dataset", revision: str | No
     ``parent_commit`` is the revision that was inspected. A read that failed during detection makes it
     raise HubError rather than write a card from an incomplete picture.
     """
+    if not is_hub_address(repo_id):
+        check_repo_id(repo_id)
+    if not dry_run:
+        token = _write_token(token, "tagging a Hub repo")  # before any request: a read needs none, a commit does
     tree, result = _inspect(repo_id, repo_type=repo_type, revision=revision, prune=prune,
                             native_only=native_only, token=token, endpoint=endpoint)
     result.dry_run = dry_run
@@ -380,9 +420,9 @@ def retag_owner(author: str, *, create_pr: bool, dry_run: bool, native_only: boo
     """Go through every dataset repo of an owner: commit (or propose, one PR each, never a duplicate) the
     missing tags. One row per repo: ``repo``, ``tags``, ``missing``, ``stale``, ``action``, ``detail``; a repo
     that fails is a row with action ``error``, never the end of the sweep."""
-    client = Client(token=_token(None))
-    repos = client.call("listing datasets", author,
-                        lambda: [d.id for d in client.api.list_datasets(author=author)])
+    token = _token(None) if dry_run else _write_token(None, "retagging an owner's repos")
+    client = Client(token=token)
+    repos = [item["id"] for item in client.list_repos("dataset", author=author)]
     for index, repo_id in enumerate(repos, 1):
         if progress is not None:
             progress(index, len(repos), repo_id)

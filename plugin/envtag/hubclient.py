@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 RETRY_STATUSES = {429, 500, 502, 503, 504}
 ATTEMPTS = 4
+CONNECT_ATTEMPTS = 2  # a connection that cannot be made at all: once more, then say so
 MAX_SLEEP = 30.0
 MAX_LISTING_ENTRIES = 10_000_000  # far beyond any real repo; a listing past this is stopped
 MAX_LISTING_PAGES = 100_000  # the Hub sends 1000 entries a page: a listing of tiny pages is stopped too
@@ -93,8 +94,10 @@ def _transport_error(exc: BaseException) -> bool:
 
 def _never_sent(exc: BaseException) -> bool:
     """The request cannot have reached the server (the connection was never made)."""
+    if isinstance(exc, ConnectionRefusedError):
+        return True
     http = _http_module()
-    return isinstance(exc, (http.ConnectError, http.ConnectTimeout, ConnectionRefusedError))
+    return isinstance(exc, (http.ConnectError, http.ConnectTimeout))
 
 
 def _transient(exc: BaseException) -> bool:
@@ -173,17 +176,60 @@ class Client:
         time.sleep(min(delay if delay is not None else self.retry_base * 2 ** (attempt - 1), MAX_SLEEP))
 
     def call(self, what: str, repo: str, fn: Callable[[], T], *, retry: bool = True) -> T:
-        """Run ``fn`` with retries on 429/5xx and dropped connections; raise HubError otherwise."""
+        """Run ``fn`` with retries on 429/5xx and dropped connections; raise HubError otherwise. A connection
+        that cannot even be made (offline, a wrong HF_ENDPOINT) is tried twice, not four times: the answer
+        comes in seconds."""
         for attempt in range(1, ATTEMPTS + 1):
             self.requests += 1
             try:
                 return fn()
             except Exception as exc:
-                if retry and attempt < ATTEMPTS and _transient(exc):
+                limit = CONNECT_ATTEMPTS if _never_sent(exc) else ATTEMPTS
+                if retry and attempt < limit and _transient(exc):
                     self._sleep(exc, attempt)
                     continue
-                raise explain(exc, what, repo) from None
+                error = explain(exc, what, repo)
+                if _never_sent(exc):
+                    error = HubError(f"{repo}: {what}: cannot connect to {self.endpoint} ({type(exc).__name__}); "
+                                     "nothing was written; check the network, or HF_ENDPOINT if it is set")
+                raise error from None
         raise AssertionError("unreachable")
+
+    def list_repos(self, repo_type: str, *, author: str | None = None, search: str | None = None,
+                   filter: str | None = None) -> Iterator[dict]:
+        """The repos of the Hub's listing API (``/api/datasets?author=&search=&filter=``), page by page, each
+        retried on its own, with the listing's own guards: a page already seen or a repo listed twice stops."""
+        from urllib.parse import urlencode
+
+        from huggingface_hub.utils import get_session, hf_raise_for_status
+
+        query = {k: v for k, v in (("author", author), ("search", search), ("filter", filter)) if v}
+        url: str | None = f"{self.endpoint}/api/{repo_type}s" + (f"?{urlencode(query)}" if query else "")
+        headers = self._headers()
+        seen_urls: set[str] = set()
+        seen_ids: set[str] = set()
+        what = f"listing {repo_type}s"
+
+        def fetch(page_url: str) -> tuple[Any, str | None]:
+            response = get_session().get(page_url, headers=headers, follow_redirects=True)
+            hf_raise_for_status(response)
+            return response.json(), response.links.get("next", {}).get("url")
+
+        while url is not None:
+            _check_next_page(author or search or filter or "the Hub", url, seen_urls, what)
+            page, url = self.call(what, author or "the Hub", functools.partial(fetch, url))
+            if not isinstance(page, list):
+                raise HubError(f"{what}: the Hub answered something that is not a list")
+            if not page and url is not None:
+                raise HubError(f"{what}: the Hub's listing sent an empty page that links to another page; stopped")
+            for item in page:
+                repo_id = item.get("id") if isinstance(item, dict) else None
+                if not isinstance(repo_id, str):
+                    continue
+                if repo_id in seen_ids:
+                    raise HubError(f"{what}: the Hub's listing lists {repo_id!r} twice; stopped")
+                seen_ids.add(repo_id)
+                yield item
 
     def _headers(self) -> dict[str, str]:
         from huggingface_hub.utils import build_hf_headers
@@ -454,9 +500,9 @@ class Client:
         return True
 
 
-def _check_next_page(repo_id: str, url: str, seen: set[str]) -> None:
+def _check_next_page(repo_id: str, url: str, seen: set[str], what: str = "listing the files") -> None:
     """Stop a listing whose next link goes back to a page it already gave, or that never ends."""
-    where = f"{repo_id}: listing the files"
+    where = f"{repo_id}: {what}"
     if url in seen:
         raise HubError(f"{where}: the Hub's listing repeats page {url!r} (its next link goes back to a page "
                        "already read); stopped")
