@@ -57,7 +57,7 @@ def new_repo(path: Path, files: dict) -> Path:
 def test_hook_definitions():
     by_id = {hook["id"]: hook for hook in HOOKS}
     assert set(by_id) == {"envtag", "envtag-check"}
-    assert by_id["envtag"]["entry"] == "envtag tag"
+    assert by_id["envtag"]["entry"] == "envtag tag --exit-code"
     assert by_id["envtag-check"]["entry"] == "envtag tag --check"
     for hook in HOOKS:
         assert hook["language"] == "python"
@@ -140,6 +140,17 @@ def test_envtag_hook_fixes_the_card_then_passes(taskset, try_repo):
     assert second.returncode == 0, second.stdout + second.stderr
     assert "Passed" in second.stdout
     assert (taskset / "README.md").read_text(encoding="utf-8") == TAGGED  # idempotent: no loop
+
+
+def test_envtag_hook_fails_when_it_creates_the_card(tmp_path, pre_commit_run):
+    """A new README.md is untracked: pre-commit's own "files were modified" check does not see it, so the
+    hook fails by itself; the commit would otherwise go through without the card."""
+    repo = new_repo(tmp_path / "nocard", harbor_tasks("tasks", ["a"]))
+    first = pre_commit_run(repo, "envtag", "--all-files")
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert "(created)" in first.stdout and (repo / "README.md").exists()
+    git(repo, "add", "README.md")
+    assert pre_commit_run(repo, "envtag", "--all-files").returncode == 0
 
 
 def test_envtag_check_hook_fails_without_touching_the_card(taskset, try_repo):

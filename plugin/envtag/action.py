@@ -110,7 +110,8 @@ def annotate(kind: str, message: str, *, file: str | None = None, line: int | No
         properties["title"] = title
     if file:
         properties["file"] = file
-        properties["line"] = line or 1
+        if line:  # without one, the annotation is on the file, not on a line it does not concern
+            properties["line"] = line
     issue_command(kind, properties, message)
 
 

@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     tag.add_argument("--create-pr", action="store_true", help="hf:// sources: open a pull request")
     tag.add_argument("--author", help="retag every dataset repo of this Hub user or organisation")
     tag.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
+    tag.add_argument("--exit-code", action="store_true",
+                     help="exit 1 when README.md was written or created (for hooks: the commit stops so the card "
+                          "can be reviewed and staged)")
     tag.add_argument("--json", action="store_true", help="print the outcome as JSON")
 
     push = sub.add_parser("push", help="upload a folder to the Hub with a tagged card, in one commit")
@@ -187,11 +190,11 @@ def cmd_tag(args: argparse.Namespace) -> int:
     if args.rev and not (args.check or args.dry_run):
         raise UsageError("--rev inspects a committed revision; use it with --check or --dry-run")
     return tag_local(source, check=args.check, prune=args.prune, native_only=args.native_only,
-                     rev=args.rev, dry_run=args.dry_run, as_json=args.json)
+                     rev=args.rev, dry_run=args.dry_run, as_json=args.json, exit_code=args.exit_code)
 
 
 def tag_local(folder: str, *, check: bool, prune: bool, native_only: bool | None, rev: str | None,
-              dry_run: bool, as_json: bool) -> int:
+              dry_run: bool, as_json: bool, exit_code: bool = False) -> int:
     from .render import human
     from .tagging import plan_folder, write_plan
 
@@ -208,7 +211,7 @@ def tag_local(folder: str, *, check: bool, prune: bool, native_only: bool | None
         print(human(report))
         fix = fix_command(folder, prune=prune, native_only=native_only)
         _say_card_outcome(card, report, plan, check=check, dry_run=dry_run, wrote=wrote, prune=prune, fix=fix)
-    if check and out_of_date:
+    if (check or exit_code) and out_of_date:  # exit_code: written (a new card too: pre-commit would not see it)
         return EXIT_OUT_OF_DATE
     return EXIT_OK
 
