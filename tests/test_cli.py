@@ -185,10 +185,10 @@ def test_demo_runs_on_bundled_example():
     assert result.stdout.rstrip().endswith("(exit 0)")
 
 
-def test_skipped_paths_are_never_walked(tmp_path):
+def test_skipped_paths_are_not_judged(tmp_path):
     build(tmp_path, {**harbor_tasks("tasks", ["a"]), "pyproject.toml": '[tool.envtag]\nskip = ["vendor"]\n'})
     odd = tmp_path / "vendor" / "bad\nname"
-    odd.mkdir(parents=True)  # walked, it would be reported as an unusable name
+    odd.mkdir(parents=True)  # judged, it would be reported as an unusable name
     data = json.loads(run("detect", str(tmp_path), "--json").stdout)
     assert data["problems"] == [] and data["tags"] == ["rl-environment", "harbor", "openenv"]
 

@@ -422,3 +422,138 @@ def test_the_action_push_mode_publishes_the_released_git_tree(runner):  # noqa: 
     assert files["tasks/a/instruction.md"] != b"edited\n"
     assert card_tags(files["README.md"].decode()) == ["rl-environment", "harbor", "openenv"]
     assert ACTION_TOKEN not in run.log
+
+
+# -- found by an adversarial review ---------------------------------------------------------------------
+
+def test_git_config_in_the_inspected_folder_never_runs_a_command(tmp_path):
+    """core.fsmonitor in a .git/config that came with the folder (a tarball), or in a folder laid out as a
+    bare repository (which `git clone` checks out as plain files): git must not run it, token in sight."""
+    marker = tmp_path / "ran"
+    hook = f"echo HF_TOKEN=$HF_TOKEN > {marker}; false"
+    tarball = taskset(tmp_path / "tarball")
+    git(tarball, "init", "-q")
+    git(tarball, "config", "core.fsmonitor", hook)
+    bare = taskset(tmp_path / "bare")
+    build(bare, {"HEAD": "ref: refs/heads/main\n", "objects/info/keep": "", "refs/heads/keep": "",
+                 "config": f"[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n"
+                           f"\tfsmonitor = {hook}\n"})
+    git(tmp_path, "init", "-q")  # the bare-looking folder sits in a work tree, as in a clone
+    for folder in (tarball, bare):
+        for args in (["detect", str(folder)], ["tag", str(folder), "--dry-run"]):
+            result = envtag_cli(*args, env={"HF_TOKEN": "hf_" + SECRET_ENV})
+            assert result.returncode == 0, result.stderr
+    assert not marker.exists(), marker.read_text()
+
+
+def test_a_card_linking_to_a_git_ignored_file_is_refused(tmp_path):
+    repo = taskset(tmp_path / "repo", card=None)
+    (repo / "local-notes.md").write_text(f"---\nlicense: mit\n---\nHF_TOKEN={SECRET_ENV}\n")
+    (repo / ".gitignore").write_text("local-notes.md\n")
+    os.symlink("local-notes.md", repo / "README.md")
+    git(repo, "init", "-q")
+    result = envtag_cli("tag", str(repo), "--dry-run")
+    assert result.returncode == 2 and SECRET_ENV not in result.stdout + result.stderr
+    assert "README.md: left out of the taskset" in result.stderr
+    with pytest.raises(CardError, match="left out of the taskset"):
+        envtag.card_operation(repo)
+    assert (repo / "local-notes.md").read_text().endswith(f"HF_TOKEN={SECRET_ENV}\n")  # untouched
+
+
+def test_push_refuses_when_git_cannot_apply_its_rules(tmp_path, monkeypatch):
+    """git refusing the repository (a bare-looking folder, dubious ownership...) must not widen the upload
+    to what git would have ignored: detection says its verdict is incomplete, push sends nothing."""
+    repo = taskset(tmp_path / "repo")
+    build(repo, {"HEAD": "ref: refs/heads/main\n", "objects/info/keep": "", "refs/heads/keep": "",
+                 "config": "[core]\n\tbare = false\n", ".gitignore": "secrets.json\n", "secrets.json": "{}"})
+    git(tmp_path, "init", "-q")
+    report = envtag.detect(repo)
+    assert any("git's ignore rules not applied" in p.message and p.undecided for p in report.problems)
+    assert set(report.undecided) == {"harbor", "verifiers", "openenv", "nemo-gym"}  # --prune removes nothing
+    server = start_server()
+    try:
+        isolate_hf(monkeypatch, tmp_path, server)
+        with pytest.raises(envtag.TreeError, match="git's ignore rules not applied.*nothing was sent"):
+            envtag.push_to_hub(repo, "alice/x")
+        assert not server.repo_exists("alice/x")
+    finally:
+        server.stop()
+
+
+def test_a_folder_git_ignores_as_a_whole_keeps_its_own_ignore_rules(tmp_path):
+    (tmp_path / ".gitignore").write_text("downloads/\n")
+    git(tmp_path, "init", "-q")
+    folder = taskset(tmp_path / "downloads" / "ts")
+    (folder / ".gitignore").write_text("api_keys.json\n")
+    (folder / "api_keys.json").write_text('{"key": "sk-x"}')
+    tree = LocalTree(folder)
+    assert "api_keys.json" not in tree.files() and ("api_keys.json", "ignored by git") in tree.left_out
+    assert "tasks/a/task.toml" in tree.files() and tree.notes == []
+
+
+def test_a_fifo_named_gitignore_does_not_hang_git(tmp_path):
+    folder = taskset(tmp_path / "ts")
+    os.mkfifo(folder / ".gitignore")
+    git(folder, "init", "-q")
+    result = envtag_cli("detect", str(folder), timeout=30)
+    assert result.returncode == 0 and ".gitignore is not a regular file" in result.stdout
+
+
+@pytest.mark.parametrize("lead", ["\f", "\v", "\u00a0", "\u3000", "\u2028", "\x1c", "\x85", "\f\n"])
+def test_a_header_after_odd_white_space_is_refused_not_hidden(tmp_path, lead):
+    """The Hub reads a header after any white space; prepending a new one would hide license, configs..."""
+    card = lead + "---\nlicense: mit\nconfigs:\n- config_name: default\n---\nbody\n"
+    folder = taskset(tmp_path / "ts", card=card)
+    result = envtag_cli("tag", str(folder))
+    assert result.returncode == 2 and "must start on line 1" in result.stderr
+    assert (folder / "README.md").read_text(encoding="utf-8") == card
+
+
+def test_file_names_cannot_smuggle_control_characters_into_the_output(tmp_path):
+    folder = taskset(tmp_path / "ts")
+    (folder / "tasks" / "a" / "x\n::add-mask::hf_\n::stop-commands::zz").write_text("x")
+    (folder / "tasks" / "a" / "esc\x1b[2Jname").write_text("x")
+    result = envtag_cli("detect", str(folder))
+    assert result.returncode == 0
+    assert "\n::add-mask::" not in result.stdout and "\n::stop-commands::" not in result.stdout
+    assert "\x1b" not in result.stdout and "\\x1b[2J" in result.stdout
+
+
+def test_the_job_summary_diff_cannot_be_closed_by_the_card():
+    from envtag.action import _diff_block
+    from envtag.tagging import CardPlan
+
+    block = _diff_block(CardPlan(before="a\n```\n# heading\n", after="b\n```\n# heading\n"))
+    assert block.startswith("\n````diff\n") and block.rstrip().endswith("````")
+
+
+def test_prune_removes_nothing_when_the_config_cannot_be_read(tmp_path):
+    card = "---\ntags:\n- rl-environment\n- harbor\n- nemo-gym\n---\n"
+    folder = taskset(tmp_path / "ts", card=card)
+    (folder / "pyproject.toml").write_text('[tool.envtag]\nexclude-tags = ["nemo-gym"]\nversion = 1.0.0\n')
+    result = envtag_cli("tag", str(folder), "--prune")
+    assert result.returncode == 0
+    assert "nemo-gym" in card_tags((folder / "README.md").read_text())
+
+
+def test_a_link_into_a_skipped_folder_counts_the_same_for_detect_and_push(tmp_path):
+    folder = taskset(tmp_path / "ts")
+    (folder / "pyproject.toml").write_text('[tool.envtag]\nskip = ["vendor"]\n')
+    shutil.move(str(folder / "tasks" / "a" / "instruction.md"), str(folder / "vendor.md"))
+    (folder / "vendor").mkdir()
+    shutil.move(str(folder / "vendor.md"), str(folder / "vendor" / "instruction.md"))
+    os.symlink("../../vendor/instruction.md", folder / "tasks" / "a" / "instruction.md")
+    detected = envtag.detect(folder)
+    assert "tasks/a/instruction.md" in upload_files(folder)
+    assert detected.framework("harbor").tasks == 2  # the link counts for detection as it does for the upload
+
+
+def test_hard_links_and_copies_of_credentials_are_left_out(tmp_path):
+    folder = taskset(tmp_path / "ts")
+    (folder / ".env").write_text(f"HF_TOKEN={SECRET_ENV}\n")
+    os.link(folder / ".env", folder / "notes.txt")
+    build(folder, {"keys/id_rsa.bak": "k", "keys/id_ed25519.pub": "ssh-ed25519 AAAA", "certs/store.p12": "k",
+                   "gcp/credentials.json": "{}", ".netrc.old": "machine x"})
+    files = LocalTree(folder).files()
+    assert not {"notes.txt", "keys/id_rsa.bak", "certs/store.p12", "gcp/credentials.json", ".netrc.old"} & files
+    assert "keys/id_ed25519.pub" in files  # a public key is no secret

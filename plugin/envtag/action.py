@@ -144,7 +144,13 @@ def _diff_block(plan, path: str = "README.md") -> str:
     import dataclasses
 
     diff = dataclasses.replace(plan, path=path).diff()  # repo-relative names in the diff header
-    return f"\n```diff\n{diff}```\n" if diff else ""
+    if not diff:
+        return ""
+    import re
+
+    longest = max((len(run) for run in re.findall(r"`+", diff)), default=0)
+    fence = "`" * max(3, longest + 1)  # a card's own ``` line cannot close the block and render as Markdown
+    return f"\n{fence}diff\n{diff}{fence}\n"
 
 
 def run_check(inputs: Inputs, folder: str) -> Outcome:
@@ -162,10 +168,13 @@ def run_check(inputs: Inputs, folder: str) -> Outcome:
         core.notice(f"envtag: no RL-environment taskset found in {inputs.path}")
     elif plan.changed:
         what = plan.summary()
-        message = f"{card} is out of date: {what}. Run `envtag tag` and commit the card."
+        from .cli import fix_command
+
+        fix = fix_command(inputs.path, prune=inputs.prune, native_only=inputs.native_only)
+        message = f"{card} is out of date: {what}. Run `{fix}` and commit the card."
         annotate("error", message, file=card, line=tags_line(plan.before), title="envtag: card out of date")
         outcome.exit_code = EXIT_OUT_OF_DATE
-        outcome.summary = f"**`{card}` is out of date**: {what}. Run `envtag tag` and commit the card." + \
+        outcome.summary = f"**`{card}` is out of date**: {what}. Run `{fix}` and commit the card." + \
             _diff_block(plan, card)
     else:
         print(f"{card}: up to date")

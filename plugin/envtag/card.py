@@ -68,6 +68,14 @@ class CardError(Exception):
 
 
 CARD_CAP = 16 * 1024 * 1024  # a card past this is refused, not read (local, git and Hub alike)
+HEADER_CAP = 256 * 1024  # its YAML header past this is refused: PyYAML parses in Python (seconds per MiB)
+
+
+@lru_cache(maxsize=2)
+def _parse_header_yaml(source: str) -> tuple[Any, Any]:
+    """parse_yaml, once per header text: planning one edit looks at the same header several times (what is
+    missing, the edit, its verification, the Hub's view)."""
+    return parse_yaml(source)
 _UNCHECKED = object()
 
 
@@ -188,12 +196,13 @@ def _find_header(text: str, path: Any) -> tuple[str, int, int, int, str] | None:
     bom = "\ufeff" if text.startswith("\ufeff") else ""
     opening = _DELIMITER.match(text, len(bom))
     if opening is None:
-        first = text[len(bom) :].lstrip(" \t\r\n")
-        if first and _DELIMITER.match(first) and len(first) < len(text) - len(bom):
-            # The Hub also accepts a header after blank lines; prepending a second one would hide it.
-            line = _line_of(text, len(text) - len(first))
+        hub = HUB_HEADER.match(text[len(bom) :])
+        if hub is not None:
+            # The Hub also reads a header after blank lines or other white space (\f, NBSP, U+2028...);
+            # prepending a second header would hide that one, and every key in it, from the Hub.
+            line = _line_of(text, len(bom) + hub.group(1).rindex("---"))
             raise CardError(
-                "the YAML header must start on line 1 (remove the blank lines before ---)",
+                "the YAML header must start on line 1 (remove what stands before ---: blank lines or white space)",
                 line=line,
                 path=path,
             )
@@ -247,7 +256,10 @@ def _parse(text: str, path: Any) -> _Header | None:
         return CardError(message, line=line, path=path)
 
     try:
-        root, data = parse_yaml(source)  # one compose; duplicate keys, alias bombs and deep nesting refused
+        if len(source) > HEADER_CAP:
+            raise CardError(f"the YAML header is larger than {HEADER_CAP // 1024} KiB; edit the tags by hand",
+                            line=1, path=path)
+        root, data = _parse_header_yaml(source)  # duplicate keys, alias bombs and deep nesting refused
     except YamlRefused as exc:
         if exc.first_index is not None:  # a duplicate key: say where it first was
             first = _line_of(text, start + exc.first_index)
@@ -468,7 +480,7 @@ def _add_tags_key(header: _Header, added: list[str]) -> str:
     text, indent, position = header.text, 0, header.end
     if isinstance(header.root, yaml.MappingNode) and header.root.value:
         indent = header.root.value[0][0].start_mark.column
-        hub = _hub_view(text, header.start, header.end)
+        hub = _hub_view(text, header.start, header.end, header)
         if hub is not None and not _same(hub, _other_keys(header.data)):
             # The last value is a block scalar whose final line break only exists for a parser
             # that keeps the header's last newline (huggingface_hub's does not): go before it.
@@ -603,16 +615,29 @@ def _same(a: Any, b: Any) -> bool:
     return a == b or repr(a) == repr(b)
 
 
-def _hub_view(text: str, start: int, end: int) -> list[tuple[Any, Any]] | None:
-    """The other keys as huggingface_hub's card regex sees them: the YAML without its last line break."""
+def _hub_view(text: str, start: int, end: int, header: _Header | None = None) -> list[tuple[Any, Any]] | None:
+    """The other keys as huggingface_hub's card regex sees them: the YAML without its last line break. That
+    differs only when the header ends with a block scalar (``|``/``>``), whose last line break it keeps:
+    otherwise the view is the header's own, and the YAML is not parsed again."""
+    if header is not None and header.start == start and not _ends_with_block_scalar(header.root):
+        return _other_keys(header.data)
     source = re.sub(r"(?:\r\n|\r|\n)\Z", "", text[start:end])
     try:
-        data = parse_yaml(source)[1]
+        data = _parse_header_yaml(source)[1]
     except YamlRefused:
         return None
     if data is None:
         return []
     return _other_keys(data) if isinstance(data, dict) else None
+
+
+def _ends_with_block_scalar(node: Any) -> bool:
+    """Whether the last value of the document is a ``|`` or ``>`` block scalar (at any depth)."""
+    import yaml
+
+    while isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.value:
+        node = node.value[-1][1] if isinstance(node, yaml.MappingNode) else node.value[-1]
+    return isinstance(node, yaml.ScalarNode) and node.style in ("|", ">")
 
 
 def _verify(before: str, header: _Header | None, after: str, final: list[str], path: Any) -> None:
@@ -635,8 +660,8 @@ def _verify(before: str, header: _Header | None, after: str, final: list[str], p
         raise refuse("the Markdown body would change")
     old_other = _other_keys(header.data) if header else []
     new_other = _other_keys(edited.data)
-    old_hub = _hub_view(before, header.start, header.end) if header else []
-    new_hub = _hub_view(after, edited.start, edited.end)
+    old_hub = _hub_view(before, header.start, header.end, header) if header else []
+    new_hub = _hub_view(after, edited.start, edited.end, edited)
     if not _same(old_other, new_other) or (old_hub is not None and not _same(old_hub, new_hub)):
         changed = sorted(
             {str(k) for k, _ in old_other} ^ {str(k) for k, _ in new_other}

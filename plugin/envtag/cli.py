@@ -71,6 +71,21 @@ def build_parser() -> argparse.ArgumentParser:
     frameworks.add_argument("--json", action="store_true", help="print one JSON object")
 
     sub.add_parser("demo", help="run envtag on the bundled example taskset (no network, no token)")
+
+    audit = sub.add_parser("audit", help="check the cards of Hub repos (default: every rl-environment repo)")
+    audit.add_argument("--tag", action="append", help="audit repos carrying this tag (repeat: all must match)")
+    audit.add_argument("--author", help="audit the repos of this Hub user or organisation")
+    audit.add_argument("--search", help="audit the repos whose name contains TEXT")
+    audit.add_argument("--repo-type", choices=["dataset", "space"], default="dataset",
+                       help="dataset (default) or space")
+    audit.add_argument("--limit", type=int, help="audit at most N repos of the listing")
+    audit.add_argument("--jobs", type=int, default=4, help="repos audited at once (default 4)")
+    audit.add_argument("--state", help="SQLite file: record verdicts; a rerun reuses those whose sha is unchanged")
+    audit.add_argument("--json", action="store_true", help="print one JSON object per repo per line")
+    audit.add_argument("--create-pr", action="store_true", help="open one pull request per repo that needs a fix")
+    audit.add_argument("--prune", action="store_true", help="with --create-pr: also remove wrong framework tags")
+    audit.add_argument("--native-only", action="store_true", default=None,
+                       help="only frameworks that read a layout natively")
     parser.commands = sub.choices  # type: ignore[attr-defined] - each command's parser, for its own usage errors
     return parser
 
@@ -112,7 +127,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except Exception as exc:
         known = _bad_input_types()
         if isinstance(exc, known):
-            print(f"envtag: error: {exc}", file=sys.stderr)
+            from .render import visible
+
+            print(f"envtag: error: {visible(str(exc))}", file=sys.stderr)
             return EXIT_BAD_INPUT
         # a bug, not bad input; but never exit 1, which --check and the hooks read as "card out of date"
         import traceback
@@ -147,6 +164,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         return cmd_frameworks(args)
     if args.command == "demo":
         return cmd_demo()
+    if args.command == "audit":
+        from .audit import command
+        return command(args)
     raise UsageError(f"unknown command {args.command}")
 
 

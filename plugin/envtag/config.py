@@ -57,6 +57,7 @@ def load_config(tree: Tree) -> Config:
         data = load_toml(tree, "pyproject.toml")
     except ParseFailure as exc:  # the repo's own file is broken: say so, and detect with the defaults
         exc.problem.message += "; [tool.envtag] not read"
+        exc.problem.undecided = True  # the repo's settings (exclude-tags...) are unknown: --prune keeps every tag
         return Config(problems=[exc.problem])
     return parse_config(data)
 
@@ -70,7 +71,7 @@ def load_folder_config(folder: str) -> Config:
         raise ConfigError(f"{exc}; [tool.envtag] not read") from None
     except FileTooLarge as exc:
         return Config(problems=[Problem("pyproject.toml", f"{exc.size} bytes is larger than the {exc.cap} byte "
-                                                          "cap; [tool.envtag] not read")])
+                                                          "cap; [tool.envtag] not read", undecided=True)])
     if data is None:
         return Config()
     return load_config(MemoryTree({"pyproject.toml": data}, name=folder))

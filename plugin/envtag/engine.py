@@ -37,13 +37,14 @@ def detect(source: str | os.PathLike | Tree, *, native_only: bool | None = None,
     if isinstance(source, Tree):
         tree = source
     elif rev is None and not is_hub_address(os.fspath(source)):
-        # a folder: read [tool.envtag] first, so that skipped paths are never walked
+        # a folder: read [tool.envtag] first (force-include changes the walk); skip narrows the listing after
+        # it, so that a link into a skipped folder counts as it does for push (which skips nothing)
         if config is None:
             if not os.path.isdir(source):
                 raise TreeError(f"{os.fspath(source)}: not a folder" if os.path.exists(source)
                                 else f"{os.fspath(source)}: no such folder")
             config = load_folder_config(os.fspath(source))
-        tree = LocalTree(source, skip=config.skip, force_include=config.force_include)
+        tree = LocalTree(source, force_include=config.force_include)
     else:
         tree = open_tree(source, rev=rev)
     if config is None:
@@ -92,8 +93,8 @@ def judge(tree: Tree, registry: Registry, *, native_only: bool, config: Config) 
     for path in getattr(tree, "unreadable", []):
         problems.append(Problem(path, "cannot be read (permission denied or an unusable name); skipped",
                                 undecided=True))
-    for note in tree.notes:
-        problems.append(Problem(".", note))
+    for note in tree.notes:  # a rule of the file set could not be applied: the verdict is incomplete
+        problems.append(Problem(".", note, undecided=True))
     excluded = set(config.exclude_tags)
     loads: dict[str, list[tuple[RootReport, bool]]] = {tag: [] for tag in registry.frameworks}
     for layout_name, detection in detections.items():

@@ -17,6 +17,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import subprocess
+import tempfile
 from collections.abc import Iterable
 from itertools import compress, repeat
 from operator import itemgetter
@@ -34,8 +35,11 @@ SECRET_NAMES = frozenset({
     "credentials.tfrc.json", "application_default_credentials.json",
     "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk",
 })
-SECRET_PREFIXES = (".env",)  # .env, .env.local, .env.production, .envrc (and .env.example: a template)
-SECRET_SUFFIXES = ("_history", ".history")  # .bash_history, .zsh_history, .python_history, .history
+SECRET_NAMES = SECRET_NAMES | {"kubeconfig", ".databrickscfg", "credentials.json", ".pgpass"}
+# .env, .env.local, .envrc (and .env.example: a template); SSH keys and their copies (not the .pub); backups
+SECRET_PREFIXES = (".env", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".netrc", "_netrc", "client_secret")
+SECRET_SUFFIXES = ("_history", ".history", ".p12", ".pfx")  # shell histories; PKCS#12 key stores
+PUBLIC_SUFFIXES = (".pub",)  # id_rsa.pub is a public key
 # (folder name, file name) pairs: a file that is a secret in that folder only
 SECRET_IN_FOLDER = frozenset({
     ("huggingface", "token"), ("huggingface", "stored_tokens"),  # HF_HOME/token
@@ -53,14 +57,14 @@ CACHE = "cache or dependency folder"
 JUNK = "bytecode or OS metadata"
 LINK = "link that leaves the folder, ends at a folder, or ends at a file left out"
 SPECIAL = "not a regular file (FIFO, socket, device)"
-BAD_NAME = "name the Hub cannot hold (line break or not UTF-8)"
+BAD_NAME = "name the Hub cannot hold (a control character, or not UTF-8)"
 
 
 def is_secret(name: str, folder_name: str = "") -> bool:
     """Whether a file of this base name (in a folder of that base name) is a credential file."""
     lower = name.lower()
-    return (lower in SECRET_NAMES or lower.startswith(SECRET_PREFIXES) or lower.endswith(SECRET_SUFFIXES)
-            or (folder_name.lower(), lower) in SECRET_IN_FOLDER)
+    return (lower in SECRET_NAMES or (lower.startswith(SECRET_PREFIXES) and not lower.endswith(PUBLIC_SUFFIXES))
+            or lower.endswith(SECRET_SUFFIXES) or (folder_name.lower(), lower) in SECRET_IN_FOLDER)
 
 
 def file_reason(name: str, folder_name: str = "") -> str | None:
@@ -86,10 +90,13 @@ def dir_reason(name: str) -> str | None:
     return None
 
 
+_CONTROL = frozenset(map(chr, [*range(0x20), 0x7F]))
+
+
 def usable_name(name: str) -> bool:
-    """A name the Hub (and a git checkout) can hold: no line break, valid UTF-8 (os.fsdecode keeps
-    undecodable bytes as lone surrogates, which do not encode)."""
-    if "\n" in name or "\r" in name:
+    """A name the Hub (and a git checkout) can hold: no line break or other control character, valid UTF-8
+    (os.fsdecode keeps undecodable bytes as lone surrogates, which do not encode)."""
+    if not name.isprintable() and not _CONTROL.isdisjoint(name):
         return False
     try:
         name.encode("utf-8")
@@ -152,11 +159,11 @@ def _bad_parts(paths: list[str], names: list[str]) -> tuple[dict[str, str], dict
     file_names = set(names)
     bad_names = {name: reason for name in file_names if (reason := file_reason(name)) is not None}
     suspects: set[str] = set(compress(folders, map(str.startswith, folders, repeat("."))))
-    for needle in ("/.", *SKIP_DIRS, ENV_DIR_MARKER, "\n", "\r"):
+    for needle in ("/.", *SKIP_DIRS, ENV_DIR_MARKER):
         suspects.update(compress(folders, map(str.__contains__, folders, repeat(needle))))
-    joined = "\0".join(folders)
-    if not joined.isascii() and not usable_name(joined.replace("\n", "").replace("\r", "")):
-        suspects.update(f for f in folders if not usable_name(f))
+    joined = "/".join(folders)
+    if not (joined.isascii() and joined.isprintable()):  # a control character, or maybe bytes not UTF-8
+        suspects.update(f for f in folders if not all(map(usable_name, f.split("/"))))
     bad: dict[str, str] = {}  # folder (with a slash) -> reason
     for folder in suspects:
         parts = folder.split("/")
@@ -184,55 +191,106 @@ class GitIgnored:
 
     git starts at once and works while the caller walks the folder; ``wait`` collects its answer.
     ``paths`` then holds ignored files and ignored folders (with a trailing slash; git does not descend).
-    ``error`` says why the rules could not be applied (git missing, a repository git refuses to read).
+    ``error`` says why the rules could not be applied (git missing or refusing the repository, a hang):
+    a caller about to upload must then refuse rather than publish what git would have ignored.
+
+    The folder is untrusted, and so is any repository git finds there: git runs with the settings that
+    could run a command turned off (``core.fsmonitor``), without discovering bare repositories laid out as
+    plain files (``safe.bareRepository=explicit``), and with an environment that holds no token.
     """
 
     def __init__(self, folder: str):
+        self.folder = folder
         self.paths: frozenset[str] = frozenset()
         self.error: str | None = None
         self._process: subprocess.Popen | None = None
+        self._own_tree: tempfile.TemporaryDirectory | None = None
         if _in_work_tree(folder):
-            self._start(folder)
+            self._start()
 
-    def _start(self, folder: str) -> None:
-        import tempfile
-
-        env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
+    def _start(self, *, own_tree: bool = False) -> None:
+        """``own_tree``: the folder as the top of a work tree of its own (an empty repository elsewhere), for
+        a folder its enclosing repository ignores as a whole: its own .gitignore files still apply."""
+        env = {k: v for k, v in os.environ.items() if _env_for_git(k)}
         index = env.get("GIT_INDEX_FILE")
         if index and not os.path.isabs(index):
             env["GIT_INDEX_FILE"] = os.path.abspath(index)  # git's hooks run at the top of the work tree
-        command = [os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git", "ls-files", "-z", "--others",
-                   "--ignored", "--exclude-standard", "--directory"]
+        git = os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git"
+        command = [git, "-c", "core.fsmonitor=false", "-c", "safe.bareRepository=explicit"]
+        if own_tree:
+            self._own_tree = tempfile.TemporaryDirectory(prefix="envtag-git-")
+            subprocess.run([git, "init", "-q", "--bare", self._own_tree.name], env=env, capture_output=True,
+                           check=False)
+            env.pop("GIT_INDEX_FILE", None)
+            command += [f"--git-dir={self._own_tree.name}", f"--work-tree={self.folder}"]
+        command += ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"]
         self._out, self._err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # a pipe would stall git
         try:
-            self._process = subprocess.Popen(command, cwd=folder, env=env, stdin=subprocess.DEVNULL,
+            self._process = subprocess.Popen(command, cwd=self.folder, env=env, stdin=subprocess.DEVNULL,
                                              stdout=self._out, stderr=self._err)
         except OSError as exc:
             self.error = f"git's ignore rules not applied: cannot run git ({exc})"
             self._close()
 
-    def wait(self) -> GitIgnored:
+    def wait(self, timeout: float | None = None) -> GitIgnored:
+        """git's answer; past ``timeout`` seconds git is stopped (a FIFO named .gitignore blocks it forever)."""
         process, self._process = self._process, None
         if process is None:
             return self
-        status = process.wait()
+        try:
+            status = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            self._close()
+            self.error = f"git's ignore rules not applied: git ls-files did not finish in {timeout:.0f} s"
+            return self
         self._out.seek(0)
         self._err.seek(0)
         out, err = self._out.read(), self._err.read()
         self._close()
         if status != 0:
-            if b"not a git repository" not in err:  # else a stray .git entry (a copied folder): no rules
-                detail = " ".join(err.decode("utf-8", "replace").split())[:300]
-                self.error = f"git's ignore rules not applied: git ls-files failed: {detail}"
+            if b"not a git repository" in err:  # a stray .git entry (a copied folder): no work tree, no rules
+                return self
+            if self._own_tree is None and b"not superset of prefix" in err:  # git 2.39, an ignored folder
+                return self._again_as_own_tree(timeout)
+            detail = " ".join(err.decode("utf-8", "replace").split())[:300]
+            self.error = f"git's ignore rules not applied: git ls-files failed: {detail}"
             return self
         paths = frozenset(os.fsdecode(p) for p in out.split(b"\0") if p)
-        if "./" not in paths:  # else the folder itself is ignored: envtag was pointed at it, it is the taskset
-            self.paths = paths
+        if "./" in paths and self._own_tree is None:
+            # the folder itself is ignored: envtag was pointed at it, so it is the taskset; its own rules apply
+            return self._again_as_own_tree(timeout)
+        self.paths = paths.difference(("./",))
         return self
+
+    def cancel(self, reason: str) -> None:
+        """Stop git: the walk found what would block it (a FIFO named .gitignore that git would read)."""
+        process, self._process = self._process, None
+        if process is not None:
+            process.kill()
+            process.wait()
+            self._close()
+        self.error = f"git's ignore rules not applied: {reason}"
+
+    def _again_as_own_tree(self, timeout: float | None) -> GitIgnored:
+        self._start(own_tree=True)
+        return self.wait(timeout)
 
     def _close(self) -> None:
         self._out.close()
         self._err.close()
+        if self._own_tree is not None and self._process is None:
+            self._own_tree.cleanup()
+
+
+def _env_for_git(name: str) -> bool:
+    """What git's environment keeps: not GIT_DIR/GIT_WORK_TREE (they would point git elsewhere), and no
+    variable that may hold a credential (HF_TOKEN, INPUT_HF_TOKEN, *_TOKEN, *_SECRET, *_PASSWORD, *_KEY)."""
+    upper = name.upper()
+    if upper in ("GIT_DIR", "GIT_WORK_TREE") or upper.startswith(("HF_", "HUGGING", "INPUT_")):
+        return False
+    return not any(word in upper for word in ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "_KEY"))
 
 
 def _in_work_tree(folder: str) -> bool:

@@ -22,7 +22,7 @@ from .hubclient import Client, HubError
 from .hubtree import HubTree
 from .model import Report
 from .sources import is_hub_address, parse_hub_url
-from .tagging import CardPlan, plan_card, read_tree_card
+from .tagging import CardPlan, folder_tree, plan_card, read_tree_card
 from .tree import LocalTree, Tree, TreeError
 
 if TYPE_CHECKING:
@@ -159,6 +159,10 @@ class _UploadSet:
 
             self.tree = open_tree(folder, rev=rev)
             self.config = load_config(self.tree)
+        git_error = getattr(self.tree, "git_error", None)
+        if git_error:  # publishing what git would have ignored could publish a secret
+            raise TreeError(f"{folder}: {git_error}; nothing was sent (fix git, or push a committed revision "
+                            "with --rev)")
         self.files = sorted(self.tree.files())
         self.left_out = list(self.tree.left_out)
         bad = [p for p, reason in self.left_out if reason == fileset.BAD_NAME]
@@ -349,12 +353,13 @@ def tag_hub_repo(repo_id: str, *, repo_type: str = "dataset", revision: str | No
 
 
 def _inspect(repo_id: str, *, repo_type: str, revision: str | None, prune: bool, native_only: bool | None,
-             token: str | None, endpoint: str | None) -> tuple[HubTree, TagResult]:
-    """Open the repo, detect, read its card and plan the edit."""
+             token: str | None, endpoint: str | None, progress: bool | None = None) -> tuple[HubTree, TagResult]:
+    """Open the repo, detect, read its card and plan the edit. ``progress``: listing progress on stderr
+    (default: on a terminal); ``envtag audit`` turns it off, it shows its own."""
     if is_hub_address(repo_id):
         repo_id, repo_type, url_rev = parse_hub_url(repo_id, endpoint=endpoint)
         revision = revision or url_rev
-    tree = HubTree(repo_id, repo_type, revision, token=_token(token), endpoint=endpoint)
+    tree = HubTree(repo_id, repo_type, revision, token=_token(token), endpoint=endpoint, progress=progress)
     report = detect(tree, native_only=native_only)
     if tree.failures:
         failure = tree.failures[0]
@@ -388,10 +393,15 @@ def card_operation(source: str | os.PathLike | Report, repo_id: str | None = Non
     """
     from huggingface_hub import CommitOperationAdd
 
-    report = source if isinstance(source, Report) else detect(source, native_only=native_only)
     base = card
-    if base is None and not isinstance(source, Report):
-        base = read_card(Path(source) / CARD)
+    if isinstance(source, Report):
+        report = source
+    else:
+        read_card(Path(source) / CARD)  # a card that links out or is no regular file: refused before the walk
+        tree, config = folder_tree(source)
+        found = read_tree_card(tree, CARD)  # only as a file of the set (never one git ignores...)
+        base = base if base is not None else found
+        report = detect(tree, native_only=native_only, config=config)
     if base is None and repo_id is not None:
         client = Client(token=_token(token), endpoint=endpoint)
         if client.repo_exists(repo_id, repo_type):
@@ -402,10 +412,10 @@ def card_operation(source: str | os.PathLike | Report, repo_id: str | None = Non
     return CommitOperationAdd(path_in_repo=CARD, path_or_fileobj=plan.after.encode("utf-8"))
 
 
-def _open_tag_pr(client: Client, repo_id: str) -> str | None:
+def _open_tag_pr(client: Client, repo_id: str, repo_type: str = "dataset") -> str | None:
     """The URL of an open pull request envtag already opened on this repo, if any (no duplicate PRs)."""
     def find() -> str | None:
-        for discussion in client.api.get_repo_discussions(repo_id, repo_type="dataset",
+        for discussion in client.api.get_repo_discussions(repo_id, repo_type=repo_type,
                                                           discussion_type="pull_request",
                                                           discussion_status="open"):
             if discussion.title == TAG_MESSAGE:

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from .model import Problem
-from .tree import FileTooLarge, Tree
+from .tree import MAX_READ, FileTooLarge, Tree
 
 try:  # a compiled parser, 15x faster than tomllib on task.toml files; tomllib decides on errors
     from rtoml import loads as _fast_toml_loads
@@ -34,6 +34,7 @@ _DEEP_TOML_KEY = re.compile(rf"""(?<![A-Za-z0-9_.'"\\-])(?:{_TOML_KEY_PART}[ \t]
 # Aliases let a small YAML text stand for an exponentially large tree (a "billion laughs" bomb); walking,
 # comparing or printing the constructed data pays for the whole tree. Aliases may add this many nodes.
 YAML_ALIAS_BUDGET = 100_000
+YAML_CAP = 256 * 1024  # a YAML marker file past this is a problem, not parsed (PyYAML: ~5 s per MiB)
 _YAML_CHARS_PER_NODE = 100  # a scalar also weighs one node per this many characters
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _NESTED = "nested too deeply to parse safely"
@@ -61,10 +62,10 @@ def short_repr(value: Any, limit: int = 60) -> str:
     return f"a {type(value).__name__}"
 
 
-def read_text(tree: Tree, path: str, layout: str | None = None) -> str:
+def read_text(tree: Tree, path: str, layout: str | None = None, cap: int = MAX_READ) -> str:
     """Read a capped UTF-8 text file, raising ParseFailure with the line of a bad byte."""
     try:
-        data = tree.read(path)
+        data = tree.read(path, cap)
     except FileTooLarge as exc:
         raise ParseFailure(Problem(path, f"{exc.size} bytes is larger than the {exc.cap} byte cap; not read",
                                    layout=layout), limit=True) from None
@@ -283,8 +284,9 @@ def _check_aliases(root: Any, budget: int) -> list[tuple[Any, list]]:
 
 
 def load_yaml(tree: Tree, path: str, layout: str | None = None) -> Any:
-    """A parsed YAML file (see parse_yaml); ParseFailure (and nothing else) when it cannot be."""
-    text = read_text(tree, path, layout)
+    """A parsed YAML file (see parse_yaml); ParseFailure (and nothing else) when it cannot be. Capped at
+    YAML_CAP: PyYAML parses in Python (seconds per MiB), and no manifest or compose file is that big."""
+    text = read_text(tree, path, layout, cap=YAML_CAP)
     try:
         return parse_yaml(text)[1]
     except YamlRefused as exc:

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 from .model import Report, counted
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def visible(text: str) -> str:
+    """Control characters shown, not obeyed: a file name with a line break cannot start a workflow command
+    (``::add-mask::``) in a CI log, nor an escape sequence rewrite a terminal."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text) if _CONTROL.search(text) else text
 
 
 def _where(path: str) -> str:
@@ -31,7 +41,7 @@ def human(report: Report) -> str:
     if report.problems:
         lines.append(f"Problems ({len(report.problems)}):")
         lines.extend(_grouped_problems(report))
-    return "\n".join(lines)
+    return "\n".join(visible(line) for line in lines)
 
 
 def _grouped_problems(report: Report, shown: int = 3) -> list[str]:
@@ -51,7 +61,7 @@ def _grouped_problems(report: Report, shown: int = 3) -> list[str]:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return visible(text).replace("|", "\\|").replace("`", "'")
 
 
 def markdown(report: Report) -> str:

@@ -7,9 +7,10 @@ import os
 from dataclasses import dataclass, field
 
 from .card import CARD_CAP, CardError, apply_tags, card_changes, decode_card, new_card, read_card, write_card
+from .config import Config, load_folder_config
 from .engine import detect, open_tree
 from .model import Report
-from .tree import FileTooLarge, Tree
+from .tree import FileTooLarge, LocalTree, Tree, TreeError
 
 
 @dataclass
@@ -80,8 +81,10 @@ def plan_folder(folder: str | os.PathLike, *, native_only: bool | None = None, p
     """Detect on a folder (or a git revision of it) and plan the edit of its README.md."""
     card_path = os.path.join(os.fspath(folder), "README.md")
     if rev is None:
-        before = read_card(card_path)  # first: a card envtag refuses to read stops it before the walk
-        report = detect(folder, native_only=native_only)
+        read_card(card_path)  # first: a card that links out or is no regular file stops envtag before the walk
+        tree, config = folder_tree(folder)
+        before = read_tree_card(tree, card_path)  # then only as a file of the set (not one git ignores...)
+        report = detect(tree, native_only=native_only, config=config)
     else:  # the card as committed at that revision, like every other file
         tree = open_tree(folder, rev=rev)
         report = detect(tree, native_only=native_only)
@@ -89,9 +92,22 @@ def plan_folder(folder: str | os.PathLike, *, native_only: bool | None = None, p
     return report, plan_card(before, report, prune=prune, path=card_path)
 
 
+def folder_tree(folder: str | os.PathLike) -> tuple[LocalTree, Config]:
+    """A folder's file set and its ``[tool.envtag]`` config (read first; ``detect`` applies its ``skip``)."""
+    if not os.path.isdir(folder):
+        raise TreeError(f"{os.fspath(folder)}: not a folder" if os.path.exists(folder)
+                        else f"{os.fspath(folder)}: no such folder")
+    config = load_folder_config(os.fspath(folder))
+    return LocalTree(folder, force_include=config.force_include), config
+
+
 def read_tree_card(tree: Tree, label: str) -> str | None:
-    """README.md of a tree (git revision, Hub repo) as text, with the card reader's errors."""
+    """README.md of a tree as text, with the card reader's errors. A README.md the file set leaves out (a link
+    to a file git ignores, to a credential file, out of the folder; a FIFO) is refused, never read."""
     if not tree.is_file("README.md"):
+        why = dict(tree.left_out).get("README.md")
+        if why is not None:
+            raise CardError(f"left out of the taskset ({why}); not read", path=label)
         return None
     try:
         data = tree.read("README.md", cap=CARD_CAP)

@@ -10,6 +10,7 @@ import fnmatch
 import io
 import os
 import stat
+import time
 from collections.abc import Iterable, Iterator
 from itertools import compress, repeat
 from typing import Any, BinaryIO
@@ -166,7 +167,7 @@ class NarrowedTree(Tree):
         self.inner = inner
         self.full_reads, self.sample_limit, self.fork_safe = inner.full_reads, inner.sample_limit, inner.fork_safe
         self.left_out, self.notes = inner.left_out, inner.notes
-        self.unreadable = list(getattr(inner, "unreadable", []))
+        self.unreadable = [p for p in getattr(inner, "unreadable", []) if not self.skipped(p)]
         self._files = {p for p in inner.files() if not self.skipped(p)}
         self._dirs = {d for d in inner._dirs if d == "." or not self.skipped(d)}
 
@@ -273,17 +274,26 @@ class LocalTree(Tree):
         self.unreadable: list[str] = []
         self.links: dict[str, str] = {}  # a link in the set -> the file it ends at (repo-relative)
         self._content_dirs: set[str] = set()  # folders holding more than folders (see holds_files)
+        from . import fileset
         from .fileset import ForceInclude, GitIgnored
 
         # git lists what it ignores while this process walks (two cores, two walks at once)
         ignored = GitIgnored(self.root) if git_rules else None
+        started = time.monotonic()
         links = self._walk()
+        self.git_error: str | None = None  # git's rules could not be applied: push refuses (fileset.py)
         if ignored is not None:
-            ignored.wait()
+            blocking = [p for p, why in self.left_out if why == fileset.SPECIAL and p.rpartition("/")[2] in
+                        (".gitignore", ".git")]
+            if blocking:  # git would wait on it forever
+                ignored.cancel(f"{blocking[0]} is not a regular file")
+            ignored.wait(timeout=max(60.0, 5 * (time.monotonic() - started)))  # git walks as much as we did
             if ignored.error:
+                self.git_error = ignored.error
                 self.notes.append(ignored.error)
             if ignored.paths:
                 self._drop_ignored(ignored.paths, ForceInclude(force_include), links)
+        self._drop_hard_links_to_secrets()  # before the links: a link to such a file is left out with it
         self._resolve_links(links)
         self.left_out.sort()
 
@@ -331,7 +341,7 @@ class LocalTree(Tree):
                                 reason = fileset.file_reason(name, folder_name)
                         if reason is not None:
                             here_out.append((path, reason))
-                        elif skip is None or not skip(path):
+                        elif skip is None or path == "README.md" or not skip(path):  # the card is never skipped
                             here_files.append((path, name))
                     elif entry.is_dir(follow_symlinks=False):
                         if name == fileset.ENV_DIR_MARKER:
@@ -403,6 +413,33 @@ class LocalTree(Tree):
         known = {p for p, _ in self.left_out}
         self.left_out.extend((p, IGNORED) for p in folders if p not in known)
         self.left_out.extend((p, IGNORED) for p in sorted((gone | link_gone) & ignored))
+
+    def _drop_hard_links_to_secrets(self) -> None:
+        """A file that is the same file as a credential file left out (a hard link: ``notes.txt`` and ``.env``
+        sharing an inode) is a credential file too. Only when a left-out credential has several links is
+        anything else looked at."""
+        from .fileset import SECRET
+
+        shared = set()
+        for path, reason in self.left_out:
+            if reason == SECRET:
+                try:
+                    st = os.lstat(os.path.join(self.root, *path.split("/")))
+                except OSError:
+                    continue
+                if st.st_nlink > 1 and stat.S_ISREG(st.st_mode):
+                    shared.add((st.st_dev, st.st_ino))
+        if not shared:
+            return
+        for path in sorted(p for p in self._files if p not in self.links):
+            try:
+                st = os.lstat(self.local_path(path))
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) in shared:
+                self._files.discard(path)
+                self.left_out.append((path, SECRET))
+        self._by_name = None
 
     def _resolve_links(self, links: list[tuple[str, str]]) -> None:
         """Keep a link when it ends at a regular file that is itself in the set: exclusions apply to the
