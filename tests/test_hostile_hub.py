@@ -326,3 +326,21 @@ def test_a_hub_repo_is_judged_on_the_same_file_set_as_its_folder(srv, tmp_path):
                                                  ("venv/", "virtualenv or conda environment")]
     reads = [r.path for r in srv.requests if "/resolve/" in r.path]
     assert not any("/venv/" in path or path.endswith("/.env") for path in reads)
+
+
+def test_many_jsonl_shards_on_the_hub_are_sampled_not_all_read(srv):
+    """1,000 shards: the remote detector reads a bounded sample (one head each), infers the rest of a folder
+    whose sampled shards are NeMo Gym files, and keeps at most its cache budget in memory."""
+    from envtag.hubtree import SAMPLE_LIMIT
+
+    row = b'{"responses_create_params": {"input": "hi"}}\n'
+    files = {f"data/train-{i:05d}.jsonl": row * 10 for i in range(1000)}
+    files["other/plain.jsonl"] = b'{"question": "q", "answer": "a"}\n'
+    srv.create_repo("alice/shards", files=files)
+    srv.reset_log()
+    report = detect("hf://datasets/alice/shards")
+    reads = [r for r in srv.requests if "/resolve/" in r.path]
+    assert len(reads) <= SAMPLE_LIMIT
+    nemo = report.framework("nemo-gym")
+    assert nemo.roots == ["data"] and nemo.counts == {"rows": 10_000}  # sampled exactly, the rest by size
+    assert any("judged from the listing" in e for r in report.roots for e in r.evidence)

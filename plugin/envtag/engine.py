@@ -115,8 +115,8 @@ def judge(tree: Tree, registry: Registry, *, native_only: bool, config: Config) 
             )
             if any(t.facts.get("inferred") for t in tasks):
                 inferred = sum(1 for t in tasks if t.facts.get("inferred"))
-                entry.evidence = [*entry.evidence, f"{inferred} of {counted(len(tasks), unit)} judged from the listing "
-                                                    "and a sample of their marker files"]
+                entry.evidence = [*entry.evidence, f"{inferred} of the {len(tasks)} found here judged from the "
+                                                    "listing and a sample of their neighbours' files"]
             for tag, framework in registry.frameworks.items():
                 if tag in excluded:
                     continue

@@ -21,6 +21,7 @@ from .tree import MAX_READ, FileTooLarge, Tree
 SAMPLE_LIMIT = 256  # marker files read per layout on a remote repo
 PREFETCH_WORKERS = 8
 PREFETCH_BYTES = 256 * 1024  # per file: all of a marker file, the head of a JSONL file
+CACHE_BUDGET = 128 * 1024 * 1024  # bytes a Hub tree keeps in memory; past it, reads are not kept
 PROGRESS_EVERY = 5000  # listing entries between two progress lines on a terminal
 
 
@@ -62,6 +63,7 @@ class HubTree(Tree):
         self.sha = self.client.head_sha(repo_id, repo_type, revision)
         self._sizes: dict[str, int] = {}
         self._cache: dict[str, _Cached] = {}
+        self._cached_bytes = 0
         self._lock = threading.Lock()
         self.unsafe: list[str] = []
         self.failures: list[Exception] = []
@@ -153,7 +155,9 @@ class HubTree(Tree):
         fresh = _Cached(data, complete=len(data) < limit)
         with self._lock:
             old = self._cache.get(path)
-            if old is None or (not old.complete and (fresh.complete or len(data) > len(old.data))):
+            better = old is None or (not old.complete and (fresh.complete or len(data) > len(old.data)))
+            if better and self._cached_bytes + len(data) <= CACHE_BUDGET:  # memory stays bounded
+                self._cached_bytes += len(data) - (len(old.data) if old is not None else 0)
                 self._cache[path] = fresh  # a file, or the head of one (JSONL)
         return data
 

@@ -246,9 +246,24 @@ def _check_file(tree: Tree, path: str) -> tuple[_FileCheck, int, bool]:
     return check, count, True
 
 
+def _sample(files: list[str], limit: int | None) -> list[str]:
+    """The files to read: all of them, or on a remote repo at most ``limit``, one per folder first (shards of
+    one split look alike; another folder may hold another dataset)."""
+    if limit is None or len(files) <= limit:
+        return files
+    first_of_folder = list({parent(path): path for path in reversed(files)}.values())[::-1]
+    chosen = dict.fromkeys(first_of_folder[:limit])
+    for path in files:
+        if len(chosen) >= limit:
+            break
+        chosen.setdefault(path)
+    return sorted(chosen)
+
+
 def detect(tree: Tree) -> Detection:
     found = Detection()
-    files = tree.with_suffix(".jsonl")
+    all_files = tree.with_suffix(".jsonl")
+    files = _sample(all_files, tree.sample_limit)
     tree.prefetch(files)
     for path in files:
         try:
@@ -271,9 +286,35 @@ def detect(tree: Tree) -> Detection:
         task = Task(path=path, root=parent(path), count=count, facts={"exact_count": exact,
                                                                       "materialised_rows": check.materialised})
         found.tasks.append(task)
+    if len(files) < len(all_files):
+        _infer_unsampled(tree, found, [p for p in all_files if p not in set(files)])
     if found.tasks:
         _config_evidence(tree, found)
     return found
+
+
+def _infer_unsampled(tree: Tree, found: Detection, unread: list[str]) -> None:
+    """Files past the remote sample budget: one in a folder whose sampled files are all valid NeMo Gym files
+    counts as one too (its rows estimated from its size), marked ``inferred``; one in a folder with nothing
+    sampled, or with a sampled file that is not NeMo Gym, is not judged, and says so."""
+    rows_per_byte: dict[str, list[float]] = {}
+    for task in found.tasks:
+        rows_per_byte.setdefault(task.root, []).append(task.count / max(1, tree.size(task.path)))
+    bad_roots = {parent(p.path) for p in found.problems if p.layout == LAYOUT}
+    unjudged = 0
+    for path in unread:
+        folder = parent(path)
+        rates = rows_per_byte.get(folder)
+        if not rates or folder in bad_roots:
+            unjudged += 1
+            continue
+        rate = sum(rates) / len(rates)
+        found.tasks.append(Task(path=path, root=folder, count=max(1, round(rate * tree.size(path))),
+                                facts={"exact_count": False, "materialised_rows": 0, "inferred": True}))
+    if unjudged:
+        found.problems.append(Problem(".", f"{unjudged} JSONL file(s) past the remote sample budget were not "
+                                           "judged (no sampled file beside them was a NeMo Gym file)",
+                                      layout=LAYOUT, undecided=True))
 
 
 def _config_evidence(tree: Tree, found: Detection) -> None:
