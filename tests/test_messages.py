@@ -165,3 +165,23 @@ def test_push_dry_run_works_offline_and_says_what_it_could_not_compare(tmp_path)
     assert result.returncode == 0, result.stderr
     assert "Dry run offline: " in result.stdout and "nothing could be compared with the Hub" in result.stdout
     assert "  tasks/a/task.toml" in result.stdout and "+- rl-environment" in result.stdout
+
+
+def test_a_single_string_of_tags_is_a_type_error_naming_it():
+    from envtag import apply_tags
+
+    with pytest.raises(TypeError, match="tags must be a list of tag names, not the string 'nemo-gym'"):
+        apply_tags("---\nlicense: mit\n---\n", "nemo-gym")
+
+
+def test_a_harbor_name_that_is_not_org_name_says_how_to_write_it(tmp_path):
+    folder = build(tmp_path / "ts", harbor_tasks("tasks", ["fizzbuzz"], name="fizzbuzz", test=None))
+    out = run("detect", str(folder)).stdout
+    assert ("Harbor task.toml without tests/test.sh; [task].name 'fizzbuzz' must be org/name, like "
+            "my-org/fizzbuzz; not a valid task") in out
+
+
+def test_the_demo_names_the_card_as_its_folder(tmp_path):
+    out = run("demo", cwd=tmp_path).stdout
+    folder = out.split("Copied the bundled example taskset to ", 1)[1].split("\n", 1)[0]
+    assert f"{folder}/README.md: add rl-environment" in out and "../" not in out

@@ -350,6 +350,7 @@ def card_changes(
     ``stale`` is empty unless ``prune``, so ``missing or stale`` means "out of date"; call with
     ``prune=True`` to list stale tags for a report without removing them.
     """
+    tags, known = _tag_list(tags, "tags"), _tag_list(known, "known")
     header = _parse(card_text, path) if card_text else None
     existing = header.tags if header else []
     keep, added = _plan(existing, tags, prune, known)
@@ -671,6 +672,18 @@ def _verify(before: str, header: _Header | None, after: str, final: list[str], p
         raise refuse(f"other header keys would change ({', '.join(changed) or 'order'})")
 
 
+def _tag_list(tags: Iterable[str], name: str) -> list[str]:
+    """A list of tag names; a single string is refused (``apply_tags(card, "harbor")`` would mean the tags
+    h, a, r...)."""
+    if isinstance(tags, (str, bytes)):
+        raise TypeError(f"{name} must be a list of tag names, not the string {tags!r}: write [{tags!r}]")
+    items = list(tags)
+    bad = [tag for tag in items if not isinstance(tag, str)]
+    if bad:
+        raise TypeError(f"{name} must hold strings, not {bad[0]!r}")
+    return items
+
+
 def apply_tags(
     card_text: str,
     tags: Iterable[str],
@@ -686,8 +699,7 @@ def apply_tags(
     removed; tags outside ``known`` are never removed. Raises CardError rather than return a card
     whose other keys, body or tags are not exactly as intended.
     """
-    tags = list(tags)
-    known = list(known)
+    tags, known = _tag_list(tags, "tags"), _tag_list(known, "known")
     if card_text == "":
         added = _plan([], tags, prune, known)[1]
         return new_card(added) if added else card_text

@@ -119,7 +119,8 @@ def check_task(tree: Tree, d: str, config: dict[str, Any],
         if name is None:
             missing.append("[task].name (required when [task] is present)")
         elif not isinstance(name, str) or not NAME_RE.match(name) or ".." in name:
-            missing.append(f"[task].name {short_repr(name)} is not of the form org/name")
+            example = name.rpartition("/")[2] if isinstance(name, str) and name else "task"
+            missing.append(f"[task].name {short_repr(name)} must be org/name, like my-org/{short_repr(example)[1:-1]}")
         if "version" in task and not (isinstance(task["version"], str) and task["version"].strip()):
             missing.append("[task].version must be a non-empty string")
     files = tree.files()
@@ -268,8 +269,7 @@ def _judge_tasks(tree: Tree, to_read: set[str], task_dirs: Sequence[str]) -> lis
         else:
             missing, facts = _structure_only(tree, d)
         if missing:
-            verdicts.append(Problem(toml_path, "Harbor task.toml without " + ", ".join(missing) + "; not a valid task",
-                                    layout=LAYOUT, framework="harbor"))
+            verdicts.append(Problem(toml_path, _not_valid(missing), layout=LAYOUT, framework="harbor"))
             continue
         verdicts.append(Task(path=d, root=task_root(d), facts=facts))
         if facts.get("empty_environment"):
@@ -278,6 +278,15 @@ def _judge_tasks(tree: Tree, to_read: set[str], task_dirs: Sequence[str]) -> lis
                 "empty folder, so a clone or an upload of it has no environment/ (add its Dockerfile, or set "
                 "[environment].docker_image)", layout=LAYOUT, framework="harbor"))
     return verdicts
+
+
+def _not_valid(reasons: list[str]) -> str:
+    """``Harbor task.toml without instruction.md; [task].name 'x' must be org/name...; not a valid task``:
+    the files it lacks first, then the fields Harbor refuses."""
+    fields = [r for r in reasons if r.startswith(("[", "top-level"))]
+    files = [r for r in reasons if r not in fields]
+    parts = (["without " + ", ".join(files)] if files else []) + fields
+    return ("Harbor task.toml " if files else "Harbor task.toml: ") + "; ".join(parts) + "; not a valid task"
 
 
 def _inherit_sampled_facts(tasks: list[Task]) -> None:
