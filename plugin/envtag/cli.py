@@ -219,7 +219,7 @@ def tag_local(folder: str, *, check: bool, prune: bool, native_only: bool | None
     from .tagging import plan_folder, write_plan
 
     report, plan = plan_folder(folder, native_only=native_only, prune=prune, rev=rev)
-    card = os.path.relpath(plan.path)
+    card = os.path.normpath(plan.path)  # as the user named the folder
     out_of_date = plan.changed and bool(report.tags)
     wrote = False
     if out_of_date and not (check or dry_run):
