@@ -124,3 +124,12 @@ def test_datasets_snippet_retags_after_push_to_hub(srv, tmp_path):
     out = run_snippet(srv, tmp_path, "datasets", repo_id="alice/table", rows=rows)
     assert out.strip() == "[] None"
     assert [c.message for c in srv.commits("alice/table")][0] != "Tag the dataset card with envtag"
+
+
+def test_nemo_gym_snippet_judges_only_the_uploaded_file(srv, tmp_path):
+    """A sibling OpenEnv environment in the JSONL's folder is not uploaded, so it must not add `openenv`."""
+    srv.create_repo("alice/gym2", files={"README.md": "---\nlicense: mit\n---\n"})
+    data = build(tmp_path / "data", {"train.jsonl": jsonl([nemo_row()]), **openenv_env("echo")})
+    run_snippet(srv, tmp_path, "nemo-gym", repo_id="alice/gym2", jsonl_path=str(data / "train.jsonl"),
+                after="print(upload_jsonl_dataset(jsonl_path, repo_id))\n")
+    assert card_tags(card(srv, "alice/gym2")) == ["rl-environment", "verifiers", "nemo-gym"]

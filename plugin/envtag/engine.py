@@ -31,8 +31,12 @@ def open_tree(source: str | os.PathLike, *, rev: str | None = None, skip: Iterab
 
 
 def detect(source: str | os.PathLike | Tree, *, native_only: bool | None = None, rev: str | None = None,
-           config: Config | None = None, registry: Registry | None = None) -> Report:
-    """Inspect a source and report which frameworks can load it, where, and what is almost valid."""
+           config: Config | None = None, registry: Registry | None = None,
+           files: Iterable[str] | None = None) -> Report:
+    """Inspect a source and report which frameworks can load it, where, and what is almost valid.
+
+    ``files``: judge only these files of the source (repo-relative paths): exactly what an upload holds, when
+    it is not the whole folder (one JSONL file of a data folder)."""
     registry = registry or get_registry()
     if isinstance(source, Tree):
         tree = source
@@ -51,6 +55,15 @@ def detect(source: str | os.PathLike | Tree, *, native_only: bool | None = None,
         config = load_config(tree)
     if config.skip and not tree.skip:
         tree = NarrowedTree(tree, config.skip)
+    if files is not None:
+        if isinstance(files, (str, bytes)):
+            raise TypeError(f"files must be a list of paths, not the string {files!r}: write [{files!r}]")
+        wanted = [str(f).replace(os.sep, "/").removeprefix("./") for f in files]
+        missing = [f for f in wanted if not tree.is_file(f)]
+        if missing:
+            raise TreeError(f"{tree.name}: files {', '.join(missing[:5])} are not files of the taskset (a path "
+                            "relative to the folder, not left out by the file set)")
+        tree = NarrowedTree(tree, keep=wanted)
     if native_only is None:
         native_only = config.native_only
     return judge(tree, registry, native_only=native_only, config=config)

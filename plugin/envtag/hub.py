@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -384,11 +384,13 @@ def _commit_card(tree: HubTree, result: TagResult, *, create_pr: bool, commit_me
 def card_operation(source: str | os.PathLike | Report, repo_id: str | None = None, *,
                    repo_type: str = "dataset", revision: str | None = None, card: str | None = None,
                    native_only: bool | None = None, prune: bool = False, token: str | None = None,
-                   endpoint: str | None = None) -> CommitOperationAdd | None:
+                   endpoint: str | None = None, files: Iterable[str] | None = None) -> CommitOperationAdd | None:
     """A ``CommitOperationAdd`` for README.md with the detected tags, for a framework's own commit.
 
-    ``source`` is the folder being uploaded (or a Report). The base card is ``card`` if given, else the
-    folder's README.md, else the repo's current README.md (when ``repo_id`` is given), else a new card.
+    ``source`` is the folder being uploaded (or a Report); ``files``, when the upload is only some of the
+    folder's files, names them (repo-relative) so that detection judges exactly those. The base card is
+    ``card`` if given, else the folder's README.md, else the repo's current README.md (when ``repo_id`` is
+    given), else a new card.
     Returns None when nothing is detected and no card needs writing.
     """
     from huggingface_hub import CommitOperationAdd
@@ -401,7 +403,7 @@ def card_operation(source: str | os.PathLike | Report, repo_id: str | None = Non
         tree, config = folder_tree(source)
         found = read_tree_card(tree, CARD)  # only as a file of the set (never one git ignores...)
         base = base if base is not None else found
-        report = detect(tree, native_only=native_only, config=config)
+        report = detect(tree, native_only=native_only, config=config, files=files)
     if base is None and repo_id is not None:
         client = Client(token=_token(token), endpoint=endpoint)
         if client.repo_exists(repo_id, repo_type):

@@ -158,18 +158,27 @@ class Tree:
 
 
 class NarrowedTree(Tree):
-    """Another tree without the paths ``skip`` patterns match: ``[tool.envtag] skip`` read from a tree that
-    was built before its config could be read (a git revision, a Hub repo, an upload set). Reads go to the
-    inner tree; the inner tree itself is left as it was (push still uploads every file of it)."""
+    """Another tree without the paths ``skip`` patterns match (``[tool.envtag] skip`` read from a tree built
+    before its config could be read), or with only the files ``keep`` names (exactly what a framework's
+    upload holds: ``detect(folder, files=[...])``). Reads go to the inner tree, which is left as it was."""
 
-    def __init__(self, inner: Tree, skip: Iterable[str]):
+    def __init__(self, inner: Tree, skip: Iterable[str] = (), keep: Iterable[str] | None = None):
         super().__init__(inner.name, skip)
         self.inner = inner
         self.full_reads, self.sample_limit, self.fork_safe = inner.full_reads, inner.sample_limit, inner.fork_safe
         self.left_out, self.notes = inner.left_out, inner.notes
         self.unreadable = [p for p in getattr(inner, "unreadable", []) if not self.skipped(p)]
         self._files = {p for p in inner.files() if not self.skipped(p)}
-        self._dirs = {d for d in inner._dirs if d == "." or not self.skipped(d)}
+        if keep is None:
+            self._dirs = {d for d in inner._dirs if d == "." or not self.skipped(d)}
+            return
+        self._files &= set(keep)
+        self.unreadable = []
+        for path in self._files:
+            folder = parent(path)
+            while folder != "." and folder not in self._dirs:
+                self._dirs.add(folder)
+                folder = parent(folder)
 
     def holds_files(self, folder: str) -> bool:
         return self.inner.holds_files(folder)
