@@ -1,7 +1,7 @@
 """Private virtualenvs holding the frameworks' own packages, for the conformance tier.
 
-Each framework runs in its own venv under ``<repo>/.cache/conformance/<name>`` (``.cache/`` is
-gitignored), built once with pinned versions and reused. A marker file in the venv records the
+Each framework runs in its own venv under ``~/.cache/envtag-conformance/<name>`` (``$XDG_CACHE_HOME`` when
+set), built once with pinned versions and reused. A marker file in the venv records the
 spec it was built from; when a pin changes the venv is rebuilt. When a package cannot be installed
 on this machine (no suitable Python, no network to the registry, a failed build), ``ensure_venv``
 returns ``None`` and a reason, so the caller can ``pytest.skip(reason)``: a conformance test is never
@@ -13,7 +13,7 @@ silently passed.
     verdicts = run_checker("harbor", [{"kind": "native", "path": "/abs/task"}])
 
 Environment variables:
-    ENVTAG_CONFORMANCE_CACHE   folder holding the venvs (default ``<repo>/.cache/conformance``)
+    ENVTAG_CONFORMANCE_CACHE   folder holding the venvs (default ``~/.cache/envtag-conformance``)
     ENVTAG_CONFORMANCE_PYTHON  extra interpreter(s) to consider, ``os.pathsep``-separated
     ENVTAG_CONFORMANCE_OFFLINE when set to 1, never install: a venv that is not built already is
                                reported as unavailable
