@@ -85,3 +85,13 @@ def test_the_python_api_snippet_runs(tmp_path):
 
 def blocks_in(text: str, kind: str) -> list[str]:
     return [body for lang, body in re.findall(r"```(\w+)\n(.*?)```", text, re.S) if lang == kind]
+
+
+def test_the_synopsis_names_every_flag_of_every_command():
+    from envtag.cli import build_parser
+
+    synopsis = README.split("## Command line", 1)[1].split("```", 2)[1]
+    for name, command in build_parser().commands.items():
+        assert f"envtag {name}" in synopsis, name
+        for flag in set(re.findall(r"--[\w-]+", command.format_usage())) - {"--help"}:
+            assert flag in synopsis, f"envtag {name} {flag} is not in the README's synopsis"
