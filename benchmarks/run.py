@@ -31,6 +31,8 @@ BENCHMARKS = [
      "envtag tag --check / python -c pass", "no target; no heavy import"),
     ("hostile", {"repeat": 3}, {"repeat": 1}, "worst_ratio",
      "worst hostile case / one-task detect (all < 5 s, 300 MB)", "all_ok"),
+    ("audit", {}, {"quick": True}, "rerun_requests_per_repo",
+     "audit rerun requests / repo, nothing changed (1,000 repos)", "<= 1.05"),
 ]
 
 

@@ -36,6 +36,17 @@ makes tree listings (not paths-info) report a wrong ``size`` for a file (an int)
 ``hub.listing_faults[repo_id]`` makes that repo's recursive listings misbehave (see ``LISTING_FAULTS``); and an
 injected fault may run a callback when it fires (``on_fire=``), e.g. to commit concurrently while the client's
 commit is answered 502 and not applied.
+
+Repo listings (``/api/datasets``, ``/api/spaces``, ``/api/models``) answer like the Hub's: ``author``, ``search``
+(substring of the id) and ``filter`` (repeated: every value must be one of the repo's tags, the card's ``tags:``
+plus ``license:...`` and the like), cursor pagination through the ``Link`` header (``repo_list_page_size`` a page,
+or ``limit`` when smaller), and ``expand`` (repeated) to get only ``id``, ``_id`` and the fields named, e.g.
+``sha`` and ``tags``. Access rules that make a listed repo unreadable, for audits: ``hub.set_gated(repo_id)``
+makes file downloads answer 403 ``GatedRepo`` to every token outside the repo's namespace (listing, repo info
+and tree listing still answer, as on the Hub); ``hub.stale_listing`` holds ``(repo_type, repo_id)`` pairs that
+listings still show although the repo is private to the caller (the Hub's search index lagging behind a
+visibility change). ``HubServer(latency=s)`` (or ``hub.latency``) delays every request by ``s`` seconds, a fixed
+round trip for benchmarks.
 """
 
 from __future__ import annotations
@@ -259,6 +270,7 @@ class RequestRecord:
     range: str | None = None  # Range request header, if any
     authenticated: bool = False  # whether an Authorization header was present
     fault: str | None = None  # "status", "slow" or "cut" when an injected fault was applied
+    time: float = 0.0  # time.monotonic() when the request arrived
 
 
 @dataclass
@@ -280,6 +292,7 @@ class _Fault:
     message: str | None = None
     seconds: float = 0.0
     after_bytes: int | None = None
+    headers: tuple[tuple[str, str], ...] = ()  # extra response headers of a "status" fault
     on_fire: Callable[[], Any] | None = None  # run when the fault is taken, before the request is handled
 
     def matches(self, method: str, raw_path: str, path: str) -> bool:
@@ -495,9 +508,12 @@ class _Handler(BaseHTTPRequestHandler):
             range=self.headers.get("Range"),
             authenticated=self.headers.get("Authorization") is not None,
             fault=fault.kind if fault is not None else None,
+            time=time.monotonic(),
         )
         hub._log(rec)
         try:
+            if hub.latency:
+                time.sleep(hub.latency)
             if fault is not None and fault.on_fire is not None:
                 try:
                     fault.on_fire()
@@ -596,7 +612,9 @@ class HubServer:
         host: str = "127.0.0.1",
         port: int = 0,
         lfs_uploads: bool = False,
+        latency: float = 0.0,
     ):
+        self.latency = latency  # seconds added to every request (see the module docstring)
         self.tree_page_size = tree_page_size
         self.tree_expand_page_size = tree_expand_page_size
         self.repo_list_page_size = repo_list_page_size
@@ -615,6 +633,9 @@ class HubServer:
         self.listing_sizes: dict[tuple[str, str], int | None] = {}
         self.listing_faults: dict[str, str] = {}
         self._listing_faults_served = 0
+        # access rules for audits (see the module docstring)
+        self.gated: set[tuple[str, str]] = set()
+        self.stale_listing: set[tuple[str, str]] = set()
         self._log_entries: list[RequestRecord] = []
         self._index_cache: OrderedDict[str, _TreeIndex] = OrderedDict()
         self._card_cache: dict[str, Any] = {}
@@ -703,6 +724,12 @@ class HubServer:
     def delete_repo(self, repo_id: str, repo_type: str = "dataset") -> None:
         with self._lock:
             self._repos.pop((repo_type, repo_id), None)
+
+    def set_gated(self, repo_id: str, repo_type: str = "dataset", gated: bool = True) -> None:
+        """Gate a repo: its files answer 403 ``GatedRepo`` to every token outside its namespace."""
+        with self._lock:
+            self._get_repo(repo_type, repo_id)
+            (self.gated.add if gated else self.gated.discard)((repo_type, repo_id))
 
     def repo_exists(self, repo_id: str, repo_type: str = "dataset") -> bool:
         with self._lock:
@@ -805,10 +832,12 @@ class HubServer:
         error_code: str | None = None,
         message: str | None = None,
         on_fire: Callable[[], Any] | None = None,
+        headers: Iterable[tuple[str, str]] = (),
     ) -> None:
         """Answer the next `times` matching requests with `status` (JSON error body; `Retry-After` if given).
 
-        `error_code` sets `X-Error-Code` (e.g. "RepoNotFound", "EntryNotFound", "RevisionNotFound").
+        `error_code` sets `X-Error-Code` (e.g. "RepoNotFound", "EntryNotFound", "RevisionNotFound"); `headers`
+        are added to the answer (e.g. the Hub's ``RateLimit: "api";r=0;t=55`` on a 429).
         The request itself is not handled (a commit answered this way is not applied). `on_fire` is called
         (in the server thread) each time the fault fires, before the answer is sent.
         """
@@ -823,6 +852,7 @@ class HubServer:
                 error_code=error_code,
                 message=message,
                 on_fire=on_fire,
+                headers=tuple(headers),
             )
         )
 
@@ -885,6 +915,7 @@ class HubServer:
             headers.append(("X-Error-Code", fault.error_code))
         if fault.retry_after is not None:
             headers.append(("Retry-After", str(fault.retry_after)))
+        headers.extend(fault.headers)
         return _json_response({"error": message}, fault.status, headers)
 
     def _error_response(self, e: _HTTPError) -> _Response:
@@ -1287,7 +1318,7 @@ class HubServer:
                 for (t, _), r in sorted(self._repos.items())
                 if t == repo_type
                 and (author is None or r.namespace == author)
-                and (not r.private or ctx.can_read(r.namespace))
+                and (not r.private or ctx.can_read(r.namespace) or (t, r.repo_id) in self.stale_listing)
                 and all(s in r.repo_id.lower() for s in searches)
             ]
             if filters:
@@ -1349,7 +1380,7 @@ class HubServer:
             "lastModified": _iso(commit.date),
             "createdAt": _iso(repo.created_at),
             "private": repo.private,
-            "gated": False,
+            "gated": "auto" if (repo.repo_type, repo.repo_id) in self.gated else False,
             "disabled": False,
             "downloads": 0,
             "likes": 0,
@@ -1831,6 +1862,10 @@ class HubServer:
 
     def _resolve_file(self, ctx: _Ctx, repo_type: str, repo_id: str, revision: str, path: str) -> _Response:
         repo = self._readable_repo(ctx, repo_type, repo_id)
+        if (repo_type, repo_id) in self.gated and not ctx.can_read(repo.namespace):
+            raise _HTTPError(
+                403, f"Access to {repo_type} {repo_id} is restricted: you must accept its conditions", "GatedRepo"
+            )
         sha = self._revision_sha(repo, revision)
         with self._lock:
             oid = repo.commits[sha].tree.get(path)

@@ -6,7 +6,7 @@ importing envtag (and starting the CLI) stays cheap and a local ``envtag tag --c
 huggingface_hub.
 
 - Detection and publishing: ``detect``, ``apply_tags``, ``push_to_hub``, ``tag_hub_repo``,
-  ``card_operation``, ``Report``.
+  ``card_operation``, ``Report``; ``audit`` checks the cards of many Hub repos (``envtag audit``).
 - The plugin SDK: ``hookimpl``; ``Layout``, ``Framework``, ``Reader``, ``Refusal``, ``Detection``, ``Task``,
   ``Problem``; the ``Tree`` a detector reads (``MemoryTree`` for tests) and its path helpers ``join``,
   ``parent``, ``basename``; parse helpers that turn any failure into a ``ParseFailure`` carrying the
@@ -36,6 +36,7 @@ _LAZY = {
     **dict.fromkeys(("ParseFailure", "read_text", "load_toml", "load_yaml", "load_json", "short_repr"), "parsing"),
     **dict.fromkeys(("hub_repo", "hub_web_url"), "sources"),
     "split_map": "parallel",
+    "audit": "auditing",
 }
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "Tree",
     "TreeError",
     "apply_tags",
+    "audit",
     "basename",
     "card_operation",
     "detect",
@@ -76,6 +78,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from .auditing import audit
     from .card import CardError, apply_tags
     from .engine import detect
     from .hookspecs import hookimpl

@@ -11,6 +11,8 @@ commit land?" is answered by the files of the commit on top of the parent, not b
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import hashlib
 import importlib
@@ -19,7 +21,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from urllib.parse import quote
 
@@ -34,6 +36,7 @@ RETRY_STATUSES = {429, 500, 502, 503, 504}
 ATTEMPTS = 4
 CONNECT_ATTEMPTS = 2  # a connection that cannot be made at all: once more, then say so
 MAX_SLEEP = 30.0
+GATE_MAX_SLEEP = 300.0  # a shared backoff waits up to one of the Hub's rate-limit windows (5 minutes)
 MAX_LISTING_ENTRIES = 10_000_000  # far beyond any real repo; a listing past this is stopped
 MAX_LISTING_PAGES = 100_000  # the Hub sends 1000 entries a page: a listing of tiny pages is stopped too
 PATHS_INFO_BATCH = 1000  # paths per paths-info request when checking whether a commit landed
@@ -82,6 +85,18 @@ def _retry_after(exc: BaseException) -> float | None:
         return max(0.0, float(value)) if value is not None else None
     except ValueError:
         return None
+
+
+def _ratelimit_reset(exc: BaseException) -> float | None:
+    """Seconds until the Hub's rate-limit window resets, from its ``RateLimit`` header (``"api";r=0;t=55``),
+    which the Hub sends on a 429 where it may send no Retry-After."""
+    try:
+        from huggingface_hub.utils import parse_ratelimit_headers
+    except ImportError:  # huggingface_hub before 1.2
+        return None
+    response = getattr(exc, "response", None)
+    info = parse_ratelimit_headers(response.headers) if response is not None else None
+    return float(info.reset_in_seconds) if info is not None and info.remaining == 0 else None
 
 
 def _transport_error(exc: BaseException) -> bool:
@@ -158,6 +173,78 @@ def explain(exc: BaseException, what: str, repo: str) -> HubError:
     return HubError(f"{where}: {type(exc).__name__}: {exc}", status)
 
 
+class Gate:
+    """What the clients of one job (``envtag audit``'s workers) share: one backoff, because the Hub's rate
+    limit is per token, not per request: when one client is answered 429, every client waits out its
+    Retry-After. ``stop`` ends the job's requests early (Ctrl-C)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._until = 0.0
+        self.closed_seconds = 0.0  # how long the gate has been (or is set to be) closed, in total
+        self.holds = 0  # 429 answers seen
+        self.stop = threading.Event()
+
+    def hold(self, seconds: float) -> None:
+        """Close the gate for ``seconds`` from now (an earlier, longer hold stands)."""
+        with self._lock:
+            now = time.monotonic()
+            until = now + min(max(seconds, 0.0), GATE_MAX_SLEEP)
+            if until > self._until:
+                self.closed_seconds += until - max(self._until, now)
+                self._until = until
+            self.holds += 1
+
+    def wait(self) -> None:
+        """Sleep until the gate opens, or the job stops."""
+        while not self.stop.is_set():
+            with self._lock:
+                left = self._until - time.monotonic()
+            if left <= 0:
+                return
+            self.stop.wait(min(left, 0.25))
+
+
+class Scope:
+    """One unit of a gated job (one repo of an audit): its request count and its time budget. Time the
+    gate is closed does not count against the budget: a 429 storm is the Hub's pace, not the repo's."""
+
+    def __init__(self, gate: Gate, budget: float | None = None):
+        self.gate = gate
+        self.budget = budget
+        self.requests = 0
+        self._started = time.monotonic()
+        self._closed_at_start = gate.closed_seconds
+        self._lock = threading.Lock()
+
+    def before(self, what: str, repo: str) -> None:
+        """Wait for the gate, then refuse a request of a stopped job or of a repo past its budget."""
+        self.gate.wait()
+        if self.gate.stop.is_set():
+            raise HubError(f"{repo}: {what}: stopped (interrupted)", code="stopped")
+        if self.budget is not None:
+            spent = time.monotonic() - self._started - (self.gate.closed_seconds - self._closed_at_start)
+            if spent > self.budget:
+                raise HubError(f"{repo}: {what}: stopped after {spent:.0f} s, past the per-repo time budget of "
+                               f"{self.budget:g} s (a very large or very slow repo); nothing was written",
+                               code="budget")
+        with self._lock:
+            self.requests += 1
+
+
+_SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("envtag_hub_scope", default=None)
+
+
+@contextlib.contextmanager
+def scoped(scope: Scope) -> Iterator[Scope]:
+    """Every Client made inside the block (a HubTree's own included) works under ``scope``."""
+    token = _SCOPE.set(scope)
+    try:
+        yield scope
+    finally:
+        _SCOPE.reset(token)
+
+
 class Client:
     """huggingface_hub's HfApi plus paginated listing, ranged reads, request counting and retries."""
 
@@ -170,16 +257,25 @@ class Client:
         self.requests = 0
         self.bytes_downloaded = 0
         self.retry_base = float(os.environ.get("ENVTAG_RETRY_BASE_SECONDS", "1.0"))
+        self.scope = _SCOPE.get()  # set by ``scoped``: a shared backoff and a budget (envtag audit)
 
     def _sleep(self, exc: BaseException, attempt: int) -> None:
         delay = _retry_after(exc)
-        time.sleep(min(delay if delay is not None else self.retry_base * 2 ** (attempt - 1), MAX_SLEEP))
+        backoff = self.retry_base * 2 ** (attempt - 1)
+        if self.scope is not None and _status(exc) == 429:
+            # every client of the job waits, in ``Scope.before``, until the Hub's window resets
+            reset = delay if delay is not None else _ratelimit_reset(exc)
+            self.scope.gate.hold(reset if reset is not None else backoff)
+            return
+        time.sleep(min(delay if delay is not None else backoff, MAX_SLEEP))
 
     def call(self, what: str, repo: str, fn: Callable[[], T], *, retry: bool = True) -> T:
         """Run ``fn`` with retries on 429/5xx and dropped connections; raise HubError otherwise. A connection
         that cannot even be made (offline, a wrong HF_ENDPOINT) is tried twice, not four times: the answer
         comes in seconds."""
         for attempt in range(1, ATTEMPTS + 1):
+            if self.scope is not None:
+                self.scope.before(what, repo)
             self.requests += 1
             try:
                 return fn()
@@ -192,18 +288,32 @@ class Client:
                 if _never_sent(exc):
                     error = HubError(f"{repo}: {what}: cannot connect to {self.endpoint} ({type(exc).__name__}); "
                                      "nothing was written; check the network, or HF_ENDPOINT if it is set")
+                if error.code is None and _transient(exc):
+                    error.code = "transient"  # the Hub may answer later: a job may try the whole unit again
                 raise error from None
         raise AssertionError("unreachable")
 
     def list_repos(self, repo_type: str, *, author: str | None = None, search: str | None = None,
-                   filter: str | None = None) -> Iterator[dict]:
+                   filter: str | Sequence[str] | None = None, expand: Sequence[str] = (),
+                   limit: int | None = None) -> Iterator[dict]:
         """The repos of the Hub's listing API (``/api/datasets?author=&search=&filter=``), page by page, each
-        retried on its own, with the listing's own guards: a page already seen or a repo listed twice stops."""
+        retried on its own, with the listing's own guards: a page already seen or a repo listed twice stops.
+
+        Several ``filter`` values must all match, and ``expand`` names the fields each item carries (``sha``,
+        ``tags``...): both are sent as repeated parameters, as huggingface_hub's ``list_datasets`` sends them.
+        ``limit`` stops after that many repos (and asks for pages no larger), so no page beyond is fetched.
+        """
         from urllib.parse import urlencode
 
         from huggingface_hub.utils import get_session, hf_raise_for_status
 
-        query = {k: v for k, v in (("author", author), ("search", search), ("filter", filter)) if v}
+        filters = [filter] if isinstance(filter, str) else list(filter or ())
+        query = [(k, v) for k, v in (("author", author), ("search", search)) if v]
+        query += [("filter", f) for f in filters if f] + [("expand", e) for e in expand]
+        if limit is not None:
+            if limit <= 0:
+                return
+            query.append(("limit", str(min(limit, 1000))))  # the Hub's largest page
         url: str | None = f"{self.endpoint}/api/{repo_type}s" + (f"?{urlencode(query)}" if query else "")
         headers = self._headers()
         seen_urls: set[str] = set()
@@ -215,8 +325,9 @@ class Client:
             hf_raise_for_status(response)
             return response.json(), response.links.get("next", {}).get("url")
 
+        where = author or search or ",".join(filters) or "the Hub"
         while url is not None:
-            _check_next_page(author or search or filter or "the Hub", url, seen_urls, what)
+            _check_next_page(where, url, seen_urls, what)
             page, url = self.call(what, author or "the Hub", functools.partial(fetch, url))
             if not isinstance(page, list):
                 raise HubError(f"{what}: the Hub answered something that is not a list")
@@ -230,6 +341,8 @@ class Client:
                     raise HubError(f"{what}: the Hub's listing lists {repo_id!r} twice; stopped")
                 seen_ids.add(repo_id)
                 yield item
+                if limit is not None and len(seen_ids) >= limit:
+                    return
 
     def _headers(self) -> dict[str, str]:
         from huggingface_hub.utils import build_hf_headers
@@ -391,6 +504,8 @@ class Client:
         create_pr = bool(kwargs.get("create_pr"))
         dropped = False
         for attempt in range(1, ATTEMPTS + 1):
+            if self.scope is not None:
+                self.scope.before(what, repo_id)
             self.requests += 1
             try:
                 return self.api.create_commit(repo_id, **kwargs)

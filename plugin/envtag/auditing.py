@@ -1,0 +1,468 @@
+"""``envtag audit``: check that the Hub's RL Environments filter tells the truth, repo by repo, at Hub scale.
+
+The repos come from the Hub's listing API, page by page, each item with its head ``sha`` and tags (``expand``),
+so a rerun with ``--state`` costs the listing pages and nothing per repo whose sha has not changed. A repo to
+judge is inspected like ``detect hf://`` (one tree listing, bounded marker reads) through the same code as
+``tag --author`` (``hub._inspect``), and its card's tags are compared with what envtag detects:
+
+- ``ok``: the card's framework tags are exactly the frameworks that can load it (or it claims nothing and
+  nothing loads it);
+- ``missing``: a framework that can load it is not tagged (``rl-environment`` included);
+- ``wrong``: a tagged framework cannot load it, with envtag's reason (a near-miss, a reader's refusal, nothing
+  found); a tag whose verdict is incomplete (``report.undecided``) is never called wrong;
+- ``not-a-taskset``: the card says ``rl-environment`` but nothing any registered framework loads is there;
+- ``error``: the Hub failed for this repo (or its card could not be read): the reason.
+
+Workers are threads (the work is HTTP) under one ``hubclient.Gate``: a 429 makes every worker wait out its
+Retry-After, each repo has a time budget (time spent waiting on the gate excluded), and a repo that failed on
+a transient error is tried again a bounded number of times. The state file is SQLite: one row per repo,
+committed as the repo finishes, so a run killed at any moment resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .model import RL_TAG
+from .tree import TreeError
+
+if TYPE_CHECKING:
+    import argparse
+
+    from .model import Report
+
+__all__ = ["AuditResult", "StateError", "VERDICTS", "audit", "judge"]
+
+VERDICTS = ("ok", "missing", "wrong", "not-a-taskset", "error")
+NEEDS_FIX = ("missing", "wrong", "not-a-taskset")
+EXPAND = ("sha", "tags")  # what each listing item carries: the sha decides whether a stored verdict still holds
+REPO_ATTEMPTS = 3  # a repo that failed on a transient error (429/5xx, a dropped connection) is tried again
+REPO_BUDGET = 600.0  # seconds per repo (ENVTAG_AUDIT_REPO_SECONDS); waits on the shared 429 backoff excluded
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+class StateError(TreeError):
+    """The --state file cannot be used (not a SQLite file, or one of another program); nothing was audited."""
+
+
+@dataclass
+class AuditResult:
+    """One repo's verdict. ``to_json()`` is the line ``envtag audit --json`` prints."""
+
+    repo: str
+    repo_type: str
+    sha: str | None
+    verdict: str
+    card_tags: list[str] = field(default_factory=list)  # as written in the card (``library:harbor`` kept)
+    detected_tags: list[str] = field(default_factory=list)  # what envtag would write: rl-environment first
+    missing: list[str] = field(default_factory=list)
+    wrong: dict[str, str] = field(default_factory=dict)  # tag -> why that framework cannot load the repo
+    problems: int = 0
+    error: str | None = None  # why the repo could not be audited (verdict error), or why its PR failed
+    undecided: dict[str, str] = field(default_factory=dict)  # tags envtag could not judge fully -> why
+    pr_url: str | None = None  # the pull request proposing the fix (opened now, or already open)
+    reused: bool = False  # from the state file: the sha has not changed since it was judged
+    pr_opened: bool = False  # this run opened ``pr_url``
+    requests: int = 0  # Hub requests this run made for this repo
+
+    @property
+    def needs_fix(self) -> bool:
+        return self.verdict in NEEDS_FIX
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        del data["pr_opened"], data["requests"]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AuditResult:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+def judge(report: Report, card_tags: Iterable[str], *, repo: str, repo_type: str = "dataset",
+          sha: str | None = None) -> AuditResult:
+    """The verdict of a repo from its detection report and the tags its card carries."""
+    from .plugins import get_registry
+
+    written = list(card_tags)
+    bare = list(dict.fromkeys(tag.removeprefix("library:") for tag in written))
+    detected = {f.tag for f in report.frameworks}
+    missing = [tag for tag in report.tags if tag not in bare]
+    known = set(report.known_tags)
+    registry = get_registry()
+    wrong = {tag: _why_not(tag, report, registry) for tag in bare
+             if tag in known and tag not in detected and tag not in report.undecided}
+    if not detected and RL_TAG in bare and not report.undecided:
+        verdict = "not-a-taskset"
+    elif wrong:
+        verdict = "wrong"
+    elif missing:
+        verdict = "missing"
+    else:
+        verdict = "ok"
+    return AuditResult(repo=repo, repo_type=repo_type, sha=sha, verdict=verdict, card_tags=written,
+                       detected_tags=report.tags, missing=missing, wrong=wrong, problems=len(report.problems),
+                       undecided=dict(report.undecided))
+
+
+def _why_not(tag: str, report: Report, registry) -> str:
+    """envtag's reason a tagged framework cannot load the repo: its near-misses, its refusals as a reader,
+    else that nothing it loads is there."""
+    reasons = []
+    near = [p for p in report.problems if p.framework == tag]
+    if near:
+        first = near[0]
+        where = f"{first.path}:{first.line}" if first.line else first.path
+        more = f" (and {len(near) - 1} more)" if len(near) > 1 else ""
+        reasons.append(f"near-miss: {where}: {first.message}{more}")
+    refused = [(root.path, root.refused[tag]) for root in report.roots if tag in root.refused]
+    if refused:
+        path, why = refused[0]
+        more = f" (and {len(refused) - 1} more roots)" if len(refused) > 1 else ""
+        reasons.append(f"cannot read {path}: {why}{more}")
+    if reasons:
+        return "; ".join(reasons)
+    framework = registry.frameworks.get(tag)
+    if report.native_only and framework is not None and any(r.layout in framework.readers for r in report.roots):
+        return f"{tag} reads this repo only as a reader, and --native-only counts native layouts alone"
+    return f"nothing {tag} loads was found"
+
+
+class _State:
+    """The --state file: one row per repo, inserted and committed as that repo finishes. SQLite's transactions
+    (in WAL mode) make a run killed at any moment, SIGKILL included, leave every finished row and nothing
+    half-written. ``judge`` records what a verdict depends on besides the sha (envtag's version, the registered
+    frameworks, --native-only): a row judged otherwise is not reused."""
+
+    SCHEMA = ("CREATE TABLE IF NOT EXISTS envtag_audit (repo_type TEXT NOT NULL, repo TEXT NOT NULL, sha TEXT, "
+              "verdict TEXT NOT NULL, judge TEXT NOT NULL, result TEXT NOT NULL, updated REAL NOT NULL, "
+              "PRIMARY KEY (repo_type, repo))")
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = os.fspath(path)
+        try:
+            self.db = sqlite3.connect(self.path, timeout=30)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute(self.SCHEMA)
+            self.db.commit()
+        except sqlite3.Error as exc:
+            raise StateError(f"{self.path}: cannot use it as an audit state file ({exc}); give a new file name "
+                             "or an envtag audit state file") from None
+
+    def rows(self, repo_type: str) -> dict[str, tuple[str | None, str, str, str]]:
+        """repo -> (sha, verdict, judge, result JSON) of every recorded repo of that type."""
+        cursor = self.db.execute("SELECT repo, sha, verdict, judge, result FROM envtag_audit WHERE repo_type = ?",
+                                 (repo_type,))
+        return {repo: (sha, verdict, key, result) for repo, sha, verdict, key, result in cursor}
+
+    def put(self, result: AuditResult, judge_key: str) -> None:
+        with self.db:  # one transaction per repo
+            self.db.execute("INSERT OR REPLACE INTO envtag_audit VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            (result.repo_type, result.repo, result.sha, result.verdict, judge_key,
+                             json.dumps(result.to_json()), time.time()))
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def _judge_key(native_only: bool | None) -> str:
+    from . import __version__
+    from .plugins import get_registry
+
+    registry = get_registry()
+    return (f"envtag {__version__}; frameworks {','.join(sorted(registry.frameworks))}; layouts "
+            f"{','.join(sorted(registry.layouts))}; native-only {native_only}")
+
+
+def _reuse(row: tuple[str | None, str, str, str] | None, sha: str | None, judge_key: str, *,
+           create_pr: bool, prune: bool) -> AuditResult | None:
+    """The stored result when it still holds: same sha, judged the same way, not an error, and (with
+    --create-pr) not a repo that still needs a pull request."""
+    if row is None or sha is None:
+        return None
+    old_sha, verdict, key, text = row
+    if old_sha != sha or key != judge_key or verdict == "error":
+        return None
+    try:
+        result = AuditResult.from_json(json.loads(text))
+    except (ValueError, TypeError):
+        return None
+    if create_pr and _wants_pr(result, prune) and result.pr_url is None:
+        return None
+    result.reused, result.requests = True, 0
+    return result
+
+
+def _wants_pr(result: AuditResult, prune: bool) -> bool:
+    return result.verdict in ("missing", "wrong") and bool(result.missing or (prune and result.wrong))
+
+
+def audit(*, tags: Iterable[str] = (), author: str | None = None, search: str | None = None,
+          repo_type: str = "dataset", limit: int | None = None, jobs: int = 4,
+          state: str | os.PathLike | None = None, create_pr: bool = False, prune: bool = False,
+          native_only: bool | None = None, token: str | None = None, endpoint: str | None = None,
+          repo_budget: float | None = None,
+          on_listed: Callable[[list[str]], None] | None = None) -> Iterator[AuditResult]:
+    """Audit the Hub repos a listing selects; yields one AuditResult per repo as each finishes.
+
+    Without ``tags``, ``author`` or ``search`` it audits every repo tagged ``rl-environment``; several ``tags``
+    must all match. ``state``: a SQLite file that makes a rerun reuse the verdict of every repo whose sha has
+    not changed (those come first, with ``reused=True``). ``create_pr``: one pull request per repo that needs a
+    fix (adding the missing tags; removing wrong ones only with ``prune``), never a second one while envtag's is
+    open. ``on_listed`` gets the repo ids once the listing is read. Closing the iterator (or Ctrl-C) stops the
+    workers at their next request; what finished is recorded.
+    """
+    from .hub import _token, _write_token
+    from .hubclient import Client, Gate, Scope, scoped
+
+    if repo_type not in ("dataset", "space"):
+        raise ValueError(f"repo_type must be 'dataset' or 'space', not {repo_type!r}")
+    if jobs < 1:
+        raise ValueError("jobs must be at least 1")
+    token = _write_token(token, "audit --create-pr") if create_pr else _token(token)
+    if repo_budget is None:
+        repo_budget = float(os.environ.get("ENVTAG_AUDIT_REPO_SECONDS", REPO_BUDGET))
+    store = _State(state) if state is not None else None
+    gate = Gate()
+    try:
+        filters = list(tags) or ([] if author or search else [RL_TAG])
+        with scoped(Scope(gate)):
+            client = Client(token=token, endpoint=endpoint)
+        listed = [(item["id"], item.get("sha") if isinstance(item.get("sha"), str) and _SHA.match(item["sha"])
+                   else None)
+                  for item in client.list_repos(repo_type, author=author, search=search, filter=filters,
+                                                expand=EXPAND, limit=limit)]
+        if on_listed is not None:
+            on_listed([repo for repo, _ in listed])
+        judge_key = _judge_key(native_only)
+        rows = store.rows(repo_type) if store is not None else {}
+        todo = []
+        for repo, sha in listed:
+            old = _reuse(rows.get(repo), sha, judge_key, create_pr=create_pr, prune=prune)
+            if old is not None:
+                yield old
+            else:
+                todo.append((repo, sha))
+        options = {"repo_type": repo_type, "gate": gate, "budget": repo_budget, "create_pr": create_pr,
+                   "prune": prune, "native_only": native_only, "token": token, "endpoint": endpoint}
+        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="envtag-audit") as pool:
+            try:
+                pending = {pool.submit(_audit_repo, repo, sha, **options) for repo, sha in todo}
+                while pending:
+                    done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        result = future.result()
+                        if result is None:  # stopped before it finished: audited again next time
+                            continue
+                        if store is not None:
+                            store.put(result, judge_key)
+                        yield result
+            finally:
+                gate.stop.set()  # workers still running stop at their next request
+                pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        gate.stop.set()
+        if store is not None:
+            store.close()
+
+
+def _audit_repo(repo: str, listed_sha: str | None, *, repo_type: str, gate, budget: float | None, create_pr: bool,
+                prune: bool, native_only: bool | None, token: str | None,
+                endpoint: str | None) -> AuditResult | None:
+    """One repo, in a worker thread: inspect, judge, propose the fix. None when the audit was stopped."""
+    from .card import CardError, card_tags
+    from .hub import _commit_card, _inspect, _open_tag_pr, check_repo_id
+    from .hubclient import HubError, Scope, scoped
+
+    scope = Scope(gate, budget)
+
+    def failed(message: str) -> AuditResult:
+        return AuditResult(repo=repo, repo_type=repo_type, sha=listed_sha, verdict="error", error=message,
+                           requests=scope.requests)
+
+    try:
+        check_repo_id(repo)  # the listing is untrusted: never build a URL from an id the Hub cannot hold
+    except HubError as exc:
+        return failed(str(exc))
+    for attempt in range(1, REPO_ATTEMPTS + 1):
+        try:
+            with scoped(scope):
+                tree, tagged = _inspect(repo, repo_type=repo_type, revision=None, prune=prune,
+                                        native_only=native_only, token=token, endpoint=endpoint, progress=False)
+            written = card_tags(tagged.plan.before) if tagged.plan.before else []
+            result = judge(tagged.report, written, repo=repo, repo_type=repo_type, sha=tree.sha)
+            break
+        except HubError as exc:
+            if exc.code == "stopped":
+                return None
+            if exc.code == "transient" and attempt < REPO_ATTEMPTS and not gate.stop.is_set():
+                continue
+            return failed(str(exc))
+        except (CardError, TreeError) as exc:
+            return failed(str(exc))
+        except Exception as exc:  # a bug must cost this repo, not the sweep
+            return failed(f"internal error while auditing: {type(exc).__name__}: {exc}")
+    if create_pr and tagged.changed and result.verdict in ("missing", "wrong"):
+        try:
+            result.pr_url = _open_tag_pr(tree.client, repo, repo_type)
+            if result.pr_url is None:
+                _commit_card(tree, tagged, create_pr=True, commit_message=None)
+                result.pr_url, result.pr_opened = tagged.pr_url, True
+        except HubError as exc:
+            if exc.code == "stopped":
+                return None
+            result.error = f"opening the pull request: {exc}"
+    result.requests = scope.requests
+    return result
+
+
+# -------------------------------------------------------------------------------------------- the command
+
+
+def command(args: argparse.Namespace) -> int:
+    """``envtag audit``: a table (or JSON lines) as repos finish, a progress line on a terminal, a summary.
+    Exit 0 every repo ok, 1 some repo needs a fix (not-a-taskset included), 2 some repo could not be audited
+    (or its pull request failed), 130 interrupted."""
+    from .cli import UsageError
+
+    if args.jobs < 1 or (args.limit is not None and args.limit < 1):
+        raise UsageError("--jobs and --limit take a number of at least 1")
+    view = _View(as_json=args.json, progress=sys.stderr.isatty())
+    results = audit(tags=args.tag or (), author=args.author, search=args.search, repo_type=args.repo_type,
+                    limit=args.limit, jobs=args.jobs, state=args.state, create_pr=args.create_pr, prune=args.prune,
+                    native_only=args.native_only, on_listed=view.listed)
+    interrupted = False
+    try:
+        for result in results:
+            view.add(result)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        results.close()
+    view.finish(interrupted, state=args.state)
+    if interrupted:
+        return 130
+    if any(r.verdict == "error" or r.error for r in view.results):
+        return 2
+    return 1 if any(r.needs_fix for r in view.results) else 0
+
+
+class _View:
+    """What the command shows: rows (or JSON lines) on stdout, a progress line on stderr, the summary."""
+
+    def __init__(self, *, as_json: bool, progress: bool):
+        self.as_json, self.progress = as_json, progress
+        self.results: list[AuditResult] = []
+        self.total = 0
+        self.width = 30
+        self.started = time.monotonic()
+        self._shown = 0.0
+
+    def listed(self, repos: list[str]) -> None:
+        self.total = len(repos)
+        self.width = min(max((len(r) for r in repos), default=4), 60)
+        if not self.as_json and repos:
+            print(f"{'verdict':<13} {'repo':<{self.width}} detail", flush=True)
+
+    def add(self, result: AuditResult) -> None:
+        self.results.append(result)
+        self._clear()
+        if self.as_json:
+            print(json.dumps(result.to_json(), ensure_ascii=False), flush=True)
+        else:
+            print(f"{result.verdict:<13} {result.repo:<{self.width}} {_detail(result)}", flush=True)
+        self._progress()
+
+    def _clear(self) -> None:
+        if self.progress and self._shown:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+    def _progress(self) -> None:
+        if not self.progress:
+            return
+        done = len(self.results)
+        audited = sum(not r.reused for r in self.results)
+        left = self.total - done
+        elapsed = time.monotonic() - self.started
+        eta = f"ETA {_duration(elapsed / audited * left)}" if audited and left else ""
+        line = f"[{done}/{self.total}] {_counts(self.results)}  {eta}".rstrip()
+        print(f"\r\033[K{line}", end="", file=sys.stderr, flush=True)
+        self._shown = time.monotonic()
+
+    def finish(self, interrupted: bool, *, state: str | None) -> None:
+        self._clear()
+        out = sys.stderr if self.as_json else sys.stdout
+        done = len(self.results)
+        reused = sum(r.reused for r in self.results)
+        requests = sum(r.requests for r in self.results)
+        opened = sum(r.pr_opened for r in self.results)
+        already = sum(bool(r.pr_url) and not r.pr_opened and not r.reused for r in self.results)
+        head = f"Interrupted: {done} of {self.total}" if interrupted else f"Audited {done}"
+        lines = [f"{head} repos in {_duration(time.monotonic() - self.started)} "
+                 f"({reused} reused from the state file, {requests} requests for the others): "
+                 f"{_counts(self.results)}"]
+        if opened or already:
+            lines.append(f"Pull requests: {opened} opened, {already} already open")
+        errors = [r for r in self.results if r.error]
+        if errors:
+            lines.append(f"{len(errors)} repo(s) with an error; run again to retry them"
+                         + (" (the state file keeps the others)" if state else ""))
+        if interrupted:
+            lines.append(f"What finished is recorded in {state}; run the same command to resume" if state
+                         else "Nothing was recorded: give --state FILE to resume an interrupted audit")
+        for line in lines:
+            print(line, file=out, flush=True)
+
+
+def _counts(results: list[AuditResult]) -> str:
+    counts = {verdict: 0 for verdict in VERDICTS}
+    for result in results:
+        counts[result.verdict] = counts.get(result.verdict, 0) + 1
+    return ", ".join(f"{verdict} {n}" for verdict, n in counts.items())
+
+
+def _detail(result: AuditResult) -> str:
+    """One line: what to fix, or why the repo could not be audited."""
+    parts = []
+    held = {tag: why for tag, why in result.undecided.items()
+            if tag in {t.removeprefix("library:") for t in result.card_tags}}
+    if result.verdict == "error":
+        parts.append((result.error or "").removeprefix(f"{result.repo}: "))
+    elif result.verdict == "ok":
+        tags = [t for t in result.detected_tags if t != RL_TAG]
+        parts.append(", ".join(tags) if tags else "" if held else "nothing claimed, nothing found")
+    elif result.verdict == "not-a-taskset":
+        parts.append(f"tagged {RL_TAG} but nothing a registered framework loads is there "
+                     f"({result.problems} problem(s) found)")
+    if result.missing:
+        parts.append("add " + ", ".join(result.missing))
+    parts += [f"{tag}: {why}" for tag, why in result.wrong.items()]
+    parts += [f"{tag}: not judged, kept: {why}" for tag, why in held.items()]
+    if result.verdict != "error" and result.error:
+        parts.append(result.error)
+    if result.pr_url:
+        parts.append(f"PR {result.pr_url}" + ("" if result.pr_opened else " (already open)"))
+    if result.reused:
+        parts.append("(unchanged since the last run)")
+    return "; ".join(p for p in parts if p)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds + 0.5)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
