@@ -152,8 +152,9 @@ def repo_requests(server: HubServer, repo_id: str) -> list:
 
 
 def info_requests(server: HubServer, repo_id: str) -> list:
-    """The repo-info request that opens each inspection (the head sha)."""
-    return [r for r in server.requests if r.path in (f"/api/datasets/{repo_id}", f"/api/spaces/{repo_id}")]
+    """The first tree-listing request of each inspection (the head sha comes from the repo listing)."""
+    trees = (f"/api/datasets/{repo_id}/tree/", f"/api/spaces/{repo_id}/tree/")
+    return [r for r in server.requests if r.path.startswith(trees) and "cursor" not in r.query]
 
 
 def listing_requests(server: HubServer) -> list:

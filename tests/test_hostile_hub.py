@@ -20,7 +20,7 @@ from envtag.hubtree import PREFETCH_BYTES
 from envtag.sources import parse_hub_url
 from envtag.tree import TreeError
 from fixture_repos import build, harbor_tasks
-from hubserver import HubServer
+from hubserver import HubServer, isolate_in_process_client
 from test_hub import (
     CARD_CRLF,
     TOKEN,
@@ -344,3 +344,76 @@ def test_many_jsonl_shards_on_the_hub_are_sampled_not_all_read(srv):
     nemo = report.framework("nemo-gym")
     assert nemo.roots == ["data"] and nemo.counts == {"rows": 10_000}  # sampled exactly, the rest by size
     assert any("judged from the listing" in e for r in report.roots for e in r.evidence)
+
+
+# -- a Hub whose listing pages are themselves hostile ------------------------------------------------------
+
+def _tiny_hub(pages):
+    """A server speaking just enough of the Hub API: repo info, then ``pages(handler)`` -> (body, headers)
+    for every tree listing request. Returns (server, seen requests as (path, authorization))."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            seen.append((self.path, self.headers.get("authorization")))
+            if "/tree/" in self.path:
+                body, headers = pages(self)
+            elif self.path.startswith("/api/"):
+                body, headers = json.dumps({"id": "alice/ts", "sha": "a" * 40}).encode(), []
+            else:
+                body, headers = b"[]", []
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            for key, value in headers:
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, seen
+
+
+def test_a_next_link_to_another_host_never_receives_the_token(monkeypatch, tmp_path):
+    import json
+
+    other, stolen = _tiny_hub(lambda handler: (b"[]", []))
+    page = json.dumps([{"type": "file", "path": "README.md", "size": 5, "oid": "b" * 40}]).encode()
+    link = f'<http://localhost:{other.server_address[1]}/api/datasets/alice/ts/tree/x?cursor=1>; rel="next"'
+    hub, seen = _tiny_hub(lambda handler: (page, [("Link", link)]))
+    try:
+        isolate_in_process_client(monkeypatch, tmp_path / "hf", endpoint=f"http://127.0.0.1:{hub.server_address[1]}")
+        monkeypatch.setenv("HF_TOKEN", TOKEN)
+        assert cli.main(["detect", "hf://datasets/alice/ts"]) == 2
+        assert any("/tree/" in path for path, _ in seen)  # the listing was asked for, its next link refused
+    finally:
+        hub.shutdown()
+        other.shutdown()
+    assert stolen == []  # nothing at all was sent to the other host
+
+
+@pytest.mark.parametrize("page", ["huge-path", "gzip-bomb"])
+def test_a_listing_page_too_big_to_be_true_is_refused_in_bounded_memory(monkeypatch, tmp_path, capsys, page):
+    import gzip
+    import json
+
+    if page == "huge-path":
+        answer = (json.dumps([{"type": "file", "path": "a" * 5000, "size": 1, "oid": "b" * 40}]).encode(), [])
+    else:  # 100 MiB of spaces, ~100 KiB on the wire
+        answer = (gzip.compress(b"[" + b" " * (100 * 1024 * 1024) + b"]"), [("Content-Encoding", "gzip")])
+    hub, _ = _tiny_hub(lambda handler: answer)
+    try:
+        isolate_in_process_client(monkeypatch, tmp_path / "hf", endpoint=f"http://127.0.0.1:{hub.server_address[1]}")
+        assert cli.main(["detect", "hf://datasets/alice/ts"]) == 2
+    finally:
+        hub.shutdown()
+    err = capsys.readouterr().err
+    assert ("path of 5,000 characters" if page == "huge-path" else "larger than 64 MiB") in err, err

@@ -297,8 +297,8 @@ def _audit_repo(repo: str, listed_sha: str | None, *, repo_type: str, gate, budg
     for attempt in range(1, REPO_ATTEMPTS + 1):
         try:
             with scoped(scope):
-                tree, tagged = _inspect(repo, repo_type=repo_type, revision=None, prune=prune,
-                                        native_only=native_only, token=token, endpoint=endpoint, progress=False)
+                tree, tagged = _inspect(repo, repo_type=repo_type, revision=None, prune=prune, native_only=native_only,
+                                        token=token, endpoint=endpoint, progress=False, sha=listed_sha)
             written = card_tags(tagged.plan.before) if tagged.plan.before else []
             result = judge(tagged.report, written, repo=repo, repo_type=repo_type, sha=tree.sha)
             break

@@ -165,7 +165,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "demo":
         return cmd_demo()
     if args.command == "audit":
-        from .audit import command
+        from .auditing import command
         return command(args)
     raise UsageError(f"unknown command {args.command}")
 

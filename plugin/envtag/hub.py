@@ -353,13 +353,15 @@ def tag_hub_repo(repo_id: str, *, repo_type: str = "dataset", revision: str | No
 
 
 def _inspect(repo_id: str, *, repo_type: str, revision: str | None, prune: bool, native_only: bool | None,
-             token: str | None, endpoint: str | None, progress: bool | None = None) -> tuple[HubTree, TagResult]:
+             token: str | None, endpoint: str | None, progress: bool | None = None,
+             sha: str | None = None) -> tuple[HubTree, TagResult]:
     """Open the repo, detect, read its card and plan the edit. ``progress``: listing progress on stderr
-    (default: on a terminal); ``envtag audit`` turns it off, it shows its own."""
+    (default: on a terminal); ``envtag audit`` turns it off, it shows its own. ``sha``: the commit to inspect
+    when a listing already gave it (a stale one only makes a later commit fail with 412)."""
     if is_hub_address(repo_id):
         repo_id, repo_type, url_rev = parse_hub_url(repo_id, endpoint=endpoint)
         revision = revision or url_rev
-    tree = HubTree(repo_id, repo_type, revision, token=_token(token), endpoint=endpoint, progress=progress)
+    tree = HubTree(repo_id, repo_type, revision, token=_token(token), endpoint=endpoint, progress=progress, sha=sha)
     report = detect(tree, native_only=native_only)
     if tree.failures:
         failure = tree.failures[0]

@@ -17,6 +17,7 @@ import functools
 import hashlib
 import importlib
 import io
+import json
 import os
 import queue
 import threading
@@ -34,11 +35,15 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 RETRY_STATUSES = {429, 500, 502, 503, 504}
 ATTEMPTS = 4
+RATE_LIMITED_ATTEMPTS = 20  # 429s a job (with a shared backoff) waits out before giving up on a request
 CONNECT_ATTEMPTS = 2  # a connection that cannot be made at all: once more, then say so
 MAX_SLEEP = 30.0
 GATE_MAX_SLEEP = 300.0  # a shared backoff waits up to one of the Hub's rate-limit windows (5 minutes)
-MAX_LISTING_ENTRIES = 10_000_000  # far beyond any real repo; a listing past this is stopped
+MAX_LISTING_ENTRIES = 2_000_000  # 20x the Hub's advice for a repo (100k files); memory grows with entries
 MAX_LISTING_PAGES = 100_000  # the Hub sends 1000 entries a page: a listing of tiny pages is stopped too
+MAX_PAGE_BYTES = 64 * 1024 * 1024  # one listing page, decoded
+MAX_PATH_CHARS = 4096  # a listed path longer than a file system's PATH_MAX names no real file
+SMALL_PAGES = 1000  # past this many pages, a listing averaging under 10 entries a page is stopped
 PATHS_INFO_BATCH = 1000  # paths per paths-info request when checking whether a commit landed
 _END = object()  # end of a listing
 
@@ -273,14 +278,23 @@ class Client:
         """Run ``fn`` with retries on 429/5xx and dropped connections; raise HubError otherwise. A connection
         that cannot even be made (offline, a wrong HF_ENDPOINT) is tried twice, not four times: the answer
         comes in seconds."""
-        for attempt in range(1, ATTEMPTS + 1):
+        attempt = rate_limited = 0
+        while True:
+            attempt += 1
             if self.scope is not None:
                 self.scope.before(what, repo)
             self.requests += 1
             try:
                 return fn()
+            except HubError:
+                raise  # already says what happened (a listing that loops, a page too large)
             except Exception as exc:
                 limit = CONNECT_ATTEMPTS if _never_sent(exc) else ATTEMPTS
+                if retry and self.scope is not None and _status(exc) == 429 and rate_limited < RATE_LIMITED_ATTEMPTS:
+                    rate_limited += 1  # a job's shared backoff waits it out: the Hub is busy, not failing
+                    attempt -= 1
+                    self._sleep(exc, 1)
+                    continue
                 if retry and attempt < limit and _transient(exc):
                     self._sleep(exc, attempt)
                     continue
@@ -291,7 +305,6 @@ class Client:
                 if error.code is None and _transient(exc):
                     error.code = "transient"  # the Hub may answer later: a job may try the whole unit again
                 raise error from None
-        raise AssertionError("unreachable")
 
     def list_repos(self, repo_type: str, *, author: str | None = None, search: str | None = None,
                    filter: str | Sequence[str] | None = None, expand: Sequence[str] = (),
@@ -305,7 +318,6 @@ class Client:
         """
         from urllib.parse import urlencode
 
-        from huggingface_hub.utils import get_session, hf_raise_for_status
 
         filters = [filter] if isinstance(filter, str) else list(filter or ())
         query = [(k, v) for k, v in (("author", author), ("search", search)) if v]
@@ -321,9 +333,7 @@ class Client:
         what = f"listing {repo_type}s"
 
         def fetch(page_url: str) -> tuple[Any, str | None]:
-            response = get_session().get(page_url, headers=headers, follow_redirects=True)
-            hf_raise_for_status(response)
-            return response.json(), response.links.get("next", {}).get("url")
+            return self._get_page(page_url, headers)
 
         where = author or search or ",".join(filters) or "the Hub"
         while url is not None:
@@ -348,6 +358,29 @@ class Client:
         from huggingface_hub.utils import build_hf_headers
 
         return build_hf_headers(token=self.token)
+
+    def _get_page(self, url: str, headers: dict[str, str]) -> tuple[Any, str | None]:
+        """One listing page: (its JSON, the next page's URL). The next link must stay on the endpoint (the
+        token goes with every page), and a page is read up to MAX_PAGE_BYTES decoded (a gzip bomb, an
+        endless body), never whole whatever its size."""
+        from huggingface_hub.utils import get_session, hf_raise_for_status
+
+        from .sources import _origin
+
+        if _origin(url) != _origin(self.endpoint):
+            raise HubError(f"the Hub's listing links to {url!r}, not on {self.endpoint}; stopped, nothing sent there")
+        with get_session().stream("GET", url, headers=headers, follow_redirects=True) as response:
+            if response.status_code >= 400:
+                response.read()
+                hf_raise_for_status(response)
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > MAX_PAGE_BYTES:
+                    raise HubError(f"a page of the Hub's listing is larger than {MAX_PAGE_BYTES // 2**20} MiB; "
+                                   "stopped")
+            next_url = response.links.get("next", {}).get("url")
+        return json.loads(body), next_url
 
     def head_sha(self, repo_id: str, repo_type: str, revision: str | None) -> str:
         """The commit sha of ``revision`` (default branch when None). Asks for the sha alone: a full repo
@@ -374,7 +407,6 @@ class Client:
         page while the caller works on the current one. Each page is retried on its own: a dropped
         connection resumes at that page, not at the start of the listing.
         """
-        from huggingface_hub.utils import get_session, hf_raise_for_status
 
         prefix = URL_PREFIX.get(repo_type, "")
         first = (f"{self.endpoint}/api/{prefix or 'models/'}{repo_id}/tree/{quote(sha, safe='')}"
@@ -382,9 +414,7 @@ class Client:
         headers = self._headers()
 
         def fetch(page_url: str) -> tuple[Any, str | None]:
-            response = get_session().get(page_url, headers=headers, follow_redirects=True)
-            hf_raise_for_status(response)
-            return response.json(), response.links.get("next", {}).get("url")
+            return self._get_page(page_url, headers)
 
         pages: queue.Queue = queue.Queue(maxsize=2)
         stop = threading.Event()
@@ -410,7 +440,7 @@ class Client:
                         raise HubError(f"{repo_id}: listing the files: the Hub answered something that is "
                                        "not a list")
                     entries += len(page)
-                    _check_page(repo_id, page, url, seen_paths, entries)
+                    _check_page(repo_id, page, url, seen_paths, entries, seen_urls)
                     put(page)
                 put(_END)
             except BaseException as exc:  # handed to the caller's thread
@@ -626,15 +656,21 @@ def _check_next_page(repo_id: str, url: str, seen: set[str], what: str = "listin
     seen.add(url)
 
 
-def _check_page(repo_id: str, page: list, next_url: str | None, seen: set[str], entries: int) -> None:
+def _check_page(repo_id: str, page: list, next_url: str | None, seen: set[str], entries: int,
+                seen_pages: set[str] | None = None) -> None:
     """Stop a listing that sends an empty page with a next link, lists a path twice, or grows without end."""
     where = f"{repo_id}: listing the files"
     if not page and next_url is not None:
         raise HubError(f"{where}: the Hub's listing sent an empty page that links to another page; stopped")
     if entries > MAX_LISTING_ENTRIES:
         raise HubError(f"{where}: the Hub's listing goes on past {MAX_LISTING_ENTRIES:,} entries; stopped")
+    pages = len(seen_pages) if seen_pages is not None else 0
+    if pages > SMALL_PAGES and entries < 10 * pages:
+        raise HubError(f"{where}: the Hub's listing sends {entries:,} entries in {pages:,} pages; stopped")
     for item in page:
         path = item.get("path") if isinstance(item, dict) else None
+        if isinstance(path, str) and len(path) > MAX_PATH_CHARS:
+            raise HubError(f"{where}: the Hub's listing holds a path of {len(path):,} characters; stopped")
         if not isinstance(path, str):
             continue  # malformed: HubTree reports it
         if path in seen:

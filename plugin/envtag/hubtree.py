@@ -28,6 +28,9 @@ PROGRESS_EVERY = 5000  # listing entries between two progress lines on a termina
 _UNSAFE = re.compile(r"(?:^|/)\.{0,2}(?:/|$)|[\\\r\n\0]")  # empty, "." or ".." parts; \\, line breaks, NUL
 
 
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
 def _safe(path: str) -> bool:
     """Refuse listing entries that could escape the tree or confuse path logic."""
     return bool(path) and _UNSAFE.search(path) is None
@@ -52,7 +55,7 @@ class HubTree(Tree):
 
     def __init__(self, repo_id: str, repo_type: str = "dataset", revision: str | None = None, *,
                  skip: Iterable[str] = (), token: str | None = None, endpoint: str | None = None,
-                 progress: bool | None = None):
+                 progress: bool | None = None, sha: str | None = None):
         from . import hubclient
 
         self.repo_id, self.repo_type = repo_id, repo_type
@@ -60,7 +63,8 @@ class HubTree(Tree):
         self.client = hubclient.Client(token=token, endpoint=endpoint)
         at = f"@{revision}" if revision else ""
         super().__init__(f"hf://{URL_PREFIX.get(repo_type, '')}{repo_id}{at}", skip)
-        self.sha = self.client.head_sha(repo_id, repo_type, revision)
+        # ``sha``: a commit the caller already knows (a listing gave it): no repo-info request for it
+        self.sha = sha if sha and _SHA.match(sha) else self.client.head_sha(repo_id, repo_type, revision)
         self._sizes: dict[str, int] = {}
         self._cache: dict[str, _Cached] = {}
         self._cached_bytes = 0
