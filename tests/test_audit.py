@@ -546,3 +546,14 @@ def test_the_servers_listing_filters_expands_pages_and_hides_like_the_hub(monkey
         started = time.monotonic()
         api.dataset_info("org/b")
         assert time.monotonic() - started >= 0.2
+
+
+def test_native_only_never_calls_a_readers_tag_wrong(hub):
+    """Under --native-only readers are not run: a tag a framework earns as a reader (openenv and verifiers on
+    Harbor tasks) is not judged, so an audit with --prune can never propose removing it."""
+    results = {r.repo: r for r in envtag.audit(native_only=True, search="harbor-ok", jobs=4)}
+    assert results and all(r.verdict == "ok" and not r.wrong for r in results.values())
+    refused = {r.repo: r for r in envtag.audit(native_only=True, search="wrong-refused", jobs=4)}
+    assert refused and all("verifiers" not in r.wrong and "openenv" not in r.wrong for r in refused.values())
+    with pytest.raises(TypeError, match="not the string 'harbor'"):
+        list(envtag.audit(tags="harbor"))

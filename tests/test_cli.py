@@ -182,7 +182,7 @@ def test_demo_runs_on_bundled_example():
     assert result.returncode == 0, result.stderr
     assert "Tags: rl-environment, harbor, verifiers, openenv, nemo-gym" in result.stdout
     assert "tasks/unfinished-task/task.toml" in result.stdout
-    assert result.stdout.rstrip().endswith("(exit 0)")
+    assert result.stdout.rstrip().split("\n\n")[-2].endswith("(exit 0)") and "rm -r " in result.stdout
 
 
 def test_skipped_paths_are_not_judged(tmp_path):

@@ -34,4 +34,4 @@ def test_pip_install_and_demo(version, tmp_path):
     demo = subprocess.run([str(venv / "bin" / "envtag"), "demo"], capture_output=True, text=True)
     assert demo.returncode == 0, demo.stderr
     assert "Tags: rl-environment, harbor, verifiers, openenv, nemo-gym" in demo.stdout
-    assert demo.stdout.rstrip().endswith("(exit 0)")
+    assert demo.stdout.rstrip().split("\n\n")[-2].endswith("(exit 0)") and "rm -r " in demo.stdout

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 
 import envtag
 from envtag import Framework, Layout, Reader, hookimpl
-from envtag.testing import detect_with, registry_with
+from envtag.testing import PluginError, detect_with, registry_with
 from fixture_repos import build, harbor_task, harbor_tasks, openenv_env
 from test_hub import isolate_hf, start_server
 
@@ -167,9 +168,11 @@ def test_a_reader_that_answers_the_wrong_shape_is_reported_and_reads_nothing():
         def register_frameworks(self, register):
             register(Framework(tag="short", native=(), readers={"harbor-task": Reader(lambda tasks: [None])}))
 
-    report = detect_with(harbor_tasks("tasks", ["a", "b"]), Short())
+    with pytest.raises(PluginError, match="returned 1 verdicts for 2 tasks"):
+        detect_with(harbor_tasks("tasks", ["a", "b"]), Short())  # in a plugin's own tests: a failure
+    report = detect_with(harbor_tasks("tasks", ["a", "b"]), Short(), strict=False)  # for a user: one problem
     assert "short" not in report.tags
-    assert any("answered 1 verdicts for 2 tasks" in p.message for p in report.problems)
+    assert any("returned 1 verdicts for 2 tasks" in p.message for p in report.problems)
     assert report.undecided.get("short")  # never pruned on that verdict
 
 
@@ -208,3 +211,52 @@ def test_the_readme_plugin_sketch_runs():
     report = detect_with({"envs/a/gem.toml": "", **harbor_tasks("tasks", ["t"], docker_image="x", env_dir=False)},
                          plugin())
     assert sorted(report.framework("gem").roots) == ["envs/a", "tasks"]
+
+
+class Sloppy:
+    """The mistakes a plugin author makes, each caught where it is made."""
+
+    def __init__(self, mistake: str):
+        self.mistake = mistake
+        self.__name__ = f"sloppy-{mistake}"
+
+    @hookimpl
+    def register_layouts(self, register):
+        register(Layout("sloppy-layout", self.detect))
+
+    @hookimpl
+    def register_frameworks(self, register):
+        tag = {"upper-tag": "Bad Tag", "rl-tag": "rl-environment"}.get(self.mistake, "sloppy")
+        register(Framework(tag=tag, native=("sloppy-layout",)))
+
+    def detect(self, tree):
+        found = envtag.Detection()
+        for path in tree.named("x.txt"):
+            count = "3" if self.mistake == "count-str" else 1
+            root = "/abs" if self.mistake == "abs-root" else envtag.parent(path)
+            found.tasks.append(envtag.Task(path=envtag.parent(path), root=root, count=count))
+            if self.mistake == "problem-str":
+                found.problems.append("something odd")
+        return found
+
+
+@pytest.mark.parametrize("mistake, message", [
+    ("upper-tag", "tag must be a Hub tag"), ("rl-tag", "'rl-environment' is envtag's own"),
+    ("count-str", "count must be a whole number"), ("abs-root", "not a repo-relative POSIX path"),
+    ("problem-str", "problems must be envtag.Problem objects"),
+])
+def test_a_plugins_mistakes_fail_its_tests_and_cost_only_itself_for_users(mistake, message, tmp_path):
+    files = {"envs/a/x.txt": "x", **harbor_tasks("tasks", ["t"])}
+    with pytest.raises(PluginError, match=re.escape(message)):
+        detect_with(files, Sloppy(mistake))
+    report = detect_with(files, Sloppy(mistake), strict=False)  # what a user's command sees: no crash
+    assert "harbor" in report.tags and "sloppy" not in report.tags
+    build(tmp_path / "ts", files)
+    assert "Bad Tag" not in report.tags
+
+
+def test_a_plugin_passed_by_name_or_registering_nothing_is_refused():
+    with pytest.raises(TypeError, match="not its name"):
+        detect_with({"a.txt": "x"}, "envtag_gem")
+    with pytest.raises(PluginError, match="registered nothing"):
+        detect_with({"a.txt": "x"}, object())

@@ -100,8 +100,10 @@ def judge(report: Report, card_tags: Iterable[str], *, repo: str, repo_type: str
     missing = [tag for tag in report.tags if tag not in bare]
     known = set(report.known_tags)
     registry = get_registry()
+    # under --native-only a tag a framework earns as a reader is not judged: never call it wrong
+    unjudged = _read_only(report, registry) if report.native_only else set()
     wrong = {tag: _why_not(tag, report, registry) for tag in bare
-             if tag in known and tag not in detected and tag not in report.undecided}
+             if tag in known and tag not in detected and tag not in report.undecided and tag not in unjudged}
     if not detected and RL_TAG in bare and not report.undecided:
         verdict = "not-a-taskset"
     elif wrong:
@@ -132,10 +134,13 @@ def _why_not(tag: str, report: Report, registry) -> str:
         reasons.append(f"cannot read {path}: {why}{more}")
     if reasons:
         return "; ".join(reasons)
-    framework = registry.frameworks.get(tag)
-    if report.native_only and framework is not None and any(r.layout in framework.readers for r in report.roots):
-        return f"{tag} reads this repo only as a reader, and --native-only counts native layouts alone"
     return f"nothing {tag} loads was found"
+
+
+def _read_only(report: Report, registry) -> set[str]:
+    """Tags of frameworks that read a layout found here only as readers: not judged under --native-only."""
+    layouts = {root.layout for root in report.roots}
+    return {tag for tag, framework in registry.frameworks.items() if layouts & set(framework.readers)}
 
 
 class _State:
@@ -222,6 +227,8 @@ def audit(*, tags: Iterable[str] = (), author: str | None = None, search: str | 
     open. ``on_listed`` gets the repo ids once the listing is read. Closing the iterator (or Ctrl-C) stops the
     workers at their next request; what finished is recorded.
     """
+    if isinstance(tags, (str, bytes)):
+        raise TypeError(f"tags must be a list of tags, not the string {tags!r}: write [{tags!r}]")
     from .hub import _token, _write_token
     from .hubclient import Client, Gate, Scope, scoped
 

@@ -424,5 +424,5 @@ def cmd_demo() -> int:
         print("".join(handle.readlines()[:10]), end="")
     print(f"\n$ envtag tag {target} --check")
     code = tag_local(target, check=True, prune=False, native_only=None, rev=None, dry_run=False, as_json=False)
-    print(f"(exit {code})")
+    print(f"(exit {code})\n\nThe copy stays in {workdir}: look around, then `rm -r {workdir}`.")
     return EXIT_OK

@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 import pluggy
 
 from . import hookspecs
-from .model import Framework, Layout, Reader
+from .model import RL_TAG, Framework, Layout, Reader
+
+_TAG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 ENTRY_POINT_GROUP = "envtag"
 BUILTIN_PLUGINS = {
@@ -232,8 +234,10 @@ def validate(item: Layout | Framework) -> str | None:
         if not isinstance(item.facts, Mapping) or not all(isinstance(k, str) for k in item.facts):
             return "facts must map fact names (strings) to what they hold"
         return None
-    if not isinstance(item.tag, str) or not item.tag or item.tag != item.tag.strip():
-        return "tag must be a non-empty string"
+    if not isinstance(item.tag, str) or not _TAG.match(item.tag):
+        return "tag must be a Hub tag: lower-case letters, digits, '-', '_', '.' (like 'nemo-gym')"
+    if item.tag == RL_TAG:
+        return f"tag {RL_TAG!r} is envtag's own, added with every framework's tag"
     if isinstance(item.native, str) or not isinstance(item.native, (tuple, list)) \
             or not all(isinstance(name, str) for name in item.native):
         return f"native must be a tuple of layout names, like ({short(item.native)},), not {short(item.native)}"

@@ -23,7 +23,7 @@ from .model import Report
 from .plugins import Registry, build_registry, make_plugin_manager
 from .tree import MemoryTree, Tree
 
-__all__ = ["detect_with", "envtag_detect", "registry_with", "tree"]
+__all__ = ["PluginError", "detect_with", "envtag_detect", "registry_with", "tree"]
 
 
 def tree(files: Mapping[str, str | bytes], name: str = "memory") -> MemoryTree:
@@ -45,6 +45,8 @@ def registry_with(*plugins: Any, builtins: bool = True) -> Registry:
             pm.unregister(plugin)
     for plugin in plugins:
         name = getattr(plugin, "__name__", None) or type(plugin).__name__
+        if isinstance(plugin, (str, bytes)):
+            raise TypeError(f"pass the plugin module or object itself, not its name {plugin!r}")
         try:
             pm.register(plugin, name=name)
         except Exception as exc:  # pluggy refused it (a hook whose arguments do not match its spec)
@@ -53,13 +55,37 @@ def registry_with(*plugins: Any, builtins: bool = True) -> Registry:
     return build_registry(pm, errors)
 
 
+class PluginError(Exception):
+    """A plugin under test did not register cleanly: the message holds envtag's own reports."""
+
+
 def detect_with(source: Tree | Mapping[str, str | bytes] | str | os.PathLike, *plugins: Any,
-                builtins: bool = True, native_only: bool = False) -> Report:
+                builtins: bool = True, native_only: bool = False, strict: bool = True) -> Report:
     """``envtag.detect`` with only these plugins (and the built-ins unless ``builtins=False``). ``source``:
-    a Tree, a dict of files (see ``tree``), a folder or an ``hf://`` address."""
+    a Tree, a dict of files (see ``tree``), a folder or an ``hf://`` address.
+
+    ``strict`` (the default): a plugin that does not register cleanly (a misspelt hook, a malformed
+    Framework, nothing registered at all) raises PluginError, and so does a detector or reader of one of
+    these plugins that failed during detection: what the command line only warns about fails a test."""
     if isinstance(source, Mapping):
         source = tree(source)
-    return detect(source, native_only=native_only, registry=registry_with(*plugins, builtins=builtins))
+    registry = registry_with(*plugins, builtins=builtins)
+    if strict:
+        names = {getattr(p, "__name__", None) or type(p).__name__ for p in plugins}
+        registered = set(registry.plugin_of.values())
+        silent = sorted(names - registered)
+        if registry.errors or silent:
+            raise PluginError("; ".join([*registry.errors, *(f"plugin {n!r} registered nothing (is each hook "
+                                                             "marked @envtag.hookimpl and named register_*?)"
+                                                             for n in silent)]))
+    report = detect(source, native_only=native_only, registry=registry)
+    if strict:
+        ours = {name for name, plugin in registry.plugin_of.items() if plugin in names}
+        bugs = [p.message for p in report.problems if p.path == "." and p.undecided
+                and (p.layout in ours or p.framework in ours) and ("plugin" in p.message or "raised" in p.message)]
+        if bugs:
+            raise PluginError("; ".join(bugs))
+    return report
 
 
 try:  # the fixture, for ``pytest_plugins = ["envtag.testing"]``; envtag itself does not need pytest
