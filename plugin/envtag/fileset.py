@@ -200,7 +200,8 @@ class GitIgnored:
     """
 
     def __init__(self, folder: str):
-        self.folder = folder
+        self.folder = os.path.abspath(folder)  # git's --work-tree must be absolute (git 2.39)
+        self.folder_ignored = False  # the enclosing repository ignores the whole folder
         self.paths: frozenset[str] = frozenset()
         self.error: str | None = None
         self._process: subprocess.Popen | None = None
@@ -253,16 +254,23 @@ class GitIgnored:
             if b"not a git repository" in err:  # a stray .git entry (a copied folder): no work tree, no rules
                 return self
             if self._own_tree is None and b"not superset of prefix" in err:  # git 2.39, an ignored folder
-                return self._again_as_own_tree(timeout)
+                self.folder_ignored = True
+                return self
             detail = " ".join(err.decode("utf-8", "replace").split())[:300]
             self.error = f"git's ignore rules not applied: git ls-files failed: {detail}"
             return self
         paths = frozenset(os.fsdecode(p) for p in out.split(b"\0") if p)
         if "./" in paths and self._own_tree is None:
-            # the folder itself is ignored: envtag was pointed at it, so it is the taskset; its own rules apply
-            return self._again_as_own_tree(timeout)
+            self.folder_ignored = True  # envtag was pointed at it: it is the taskset (see own_rules)
+            return self
         self.paths = paths.difference(("./",))
         return self
+
+    def own_rules(self, timeout: float | None = None) -> GitIgnored:
+        """For a folder its enclosing repository ignores as a whole: the rules of the .gitignore files inside
+        it, with the folder as the top of a work tree of its own (the caller asks only when it saw one)."""
+        self._start(own_tree=True)
+        return self.wait(timeout)
 
     def cancel(self, reason: str) -> None:
         """Stop git: the walk found what would block it (a FIFO named .gitignore that git would read)."""
@@ -272,10 +280,6 @@ class GitIgnored:
             process.wait()
             self._close()
         self.error = f"git's ignore rules not applied: {reason}"
-
-    def _again_as_own_tree(self, timeout: float | None) -> GitIgnored:
-        self._start(own_tree=True)
-        return self.wait(timeout)
 
     def _close(self) -> None:
         self._out.close()

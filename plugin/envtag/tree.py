@@ -296,7 +296,10 @@ class LocalTree(Tree):
                         (".gitignore", ".git")]
             if blocking:  # git would wait on it forever
                 ignored.cancel(f"{blocking[0]} is not a regular file")
-            ignored.wait(timeout=max(60.0, 5 * (time.monotonic() - started)))  # git walks as much as we did
+            budget = max(60.0, 5 * (time.monotonic() - started))  # git walks as much as we did
+            ignored.wait(timeout=budget)
+            if ignored.folder_ignored and any(p.rpartition("/")[2] == ".gitignore" for p in self._files):
+                ignored.own_rules(timeout=budget)  # only a .gitignore inside can leave something out now
             if ignored.error:
                 self.git_error = ignored.error
                 self.notes.append(ignored.error)
