@@ -203,3 +203,9 @@ def test_malformed_entry_points_file_is_reported_not_fatal(tmp_path):
     result = _envtag(tmp_path, "frameworks", "--json")
     assert result.returncode == 0, result.stderr
     assert any("entry_points.txt is malformed" in e for e in json.loads(result.stdout)["errors"])
+
+
+def test_a_misspelt_allow_list_name_is_reported(plugin_site):
+    result = _envtag(plugin_site, "frameworks", env={"ENVTAG_PLUGINS": "minarri"})
+    assert "ENVTAG_PLUGINS names 'minarri', but no installed plugin has that name" in result.stderr
+    assert "minari" in result.stderr  # the installed names, to pick from

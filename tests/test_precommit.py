@@ -149,6 +149,7 @@ def test_envtag_hook_fails_when_it_creates_the_card(tmp_path, pre_commit_run):
     first = pre_commit_run(repo, "envtag", "--all-files")
     assert first.returncode == 1, first.stdout + first.stderr
     assert "(created)" in first.stdout and (repo / "README.md").exists()
+    assert "git add README.md and commit again" in first.stdout
     git(repo, "add", "README.md")
     assert pre_commit_run(repo, "envtag", "--all-files").returncode == 0
 

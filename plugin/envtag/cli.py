@@ -230,7 +230,8 @@ def tag_local(folder: str, *, check: bool, prune: bool, native_only: bool | None
     else:
         print(human(report))
         fix = fix_command(folder, prune=prune, native_only=native_only)
-        _say_card_outcome(card, report, plan, check=check, dry_run=dry_run, wrote=wrote, prune=prune, fix=fix)
+        _say_card_outcome(card, report, plan, check=check, dry_run=dry_run, wrote=wrote, prune=prune, fix=fix,
+                          exit_code=exit_code)
     if (check or exit_code) and out_of_date:  # exit_code: written (a new card too: pre-commit would not see it)
         return EXIT_OUT_OF_DATE
     return EXIT_OK
@@ -246,7 +247,7 @@ def fix_command(source: str, *, prune: bool, native_only: bool | None) -> str:
     return " ".join(words)
 
 
-def _say_card_outcome(card, report, plan, *, check, dry_run, wrote, prune, fix) -> None:
+def _say_card_outcome(card, report, plan, *, check, dry_run, wrote, prune, fix, exit_code=False) -> None:
     if not report.tags:
         print(f"{card}: nothing detected, nothing written")
         return
@@ -261,6 +262,8 @@ def _say_card_outcome(card, report, plan, *, check, dry_run, wrote, prune, fix) 
     if wrote:
         created = " (created)" if plan.before is None else ""
         print(f"{card}{created}: {summary}")
+        if exit_code:  # in a hook: the commit stopped; say how to go on
+            print(f"Review it, then: git add {card} and commit again.")
     elif check:
         print(f"{card}: out of date: {summary}. Run `{fix}` to fix it.")
     else:

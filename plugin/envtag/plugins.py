@@ -93,7 +93,12 @@ def make_plugin_manager(*, third_party: bool = True) -> tuple[pluggy.PluginManag
     if not third_party:
         return pm, errors
     allowed = _names("ENVTAG_PLUGINS")
-    for ep in _entry_points(errors):
+    entry_points = _entry_points(errors)
+    installed = {ep.name for ep in entry_points}
+    for name in sorted((allowed or set()) - installed):  # a typo would load nothing, silently
+        errors.append(f"ENVTAG_PLUGINS names {name!r}, but no installed plugin has that name "
+                      f"(installed: {', '.join(sorted(installed)) or 'none'})")
+    for ep in entry_points:
         if pm.is_blocked(ep.name) or (allowed is not None and ep.name not in allowed):
             continue
         if pm.has_plugin(ep.name):
