@@ -435,7 +435,7 @@ def test_sigkill_halfway_then_resume_ends_like_an_uninterrupted_run(fresh, tmp_p
     expected = populate(fresh, copies=5)
     baseline = {r.repo: r.to_json() for r in envtag.audit(jobs=4)}
     state = tmp_path / "audit.db"
-    fresh.latency = 0.01
+    fresh.latency = 0.05  # long enough that the kill lands halfway, not after the end
     fresh.reset_log()
     command, environment = cli(fresh, tmp_path, "--json", "--jobs", "2", "--state", str(state))
     proc = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
