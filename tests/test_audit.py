@@ -483,8 +483,9 @@ def test_ctrl_c_stops_cleanly_with_what_is_done_recorded(fresh, tmp_path):
     state = tmp_path / "audit.db"
     fresh.latency = 0.05  # the run lasts seconds: the signal comes well before its end
     command, environment = cli(fresh, tmp_path, "--json", "--jobs", "2", "--state", str(state))
+    # a background shell (nohup, `&`) starts its children with SIGINT ignored: give the command a terminal's
     proc = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=tmp_path)
+                            cwd=tmp_path, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and recorded(state) < 10:
         time.sleep(0.02)
