@@ -95,7 +95,7 @@ def test_git_config_of_the_folder_runs_a_command_with_the_token_through_rev(tmp_
     `core.sshCommand`; `envtag detect FOLDER --rev evil` (and `push --rev`, `tag --check --rev`, the Action's
     git-rev) lists a tree holding a missing blob, so git lazily "fetches" it and runs the command.
     GitTree runs git through GitPython, which gets neither `-c core.fsmonitor=false -c
-    safe.bareRepository=explicit` nor the scrubbed environment fileset.GitIgnored gives git.
+    safe.bareRepository=explicit` nor the scrubbed environment gitrun.GitIgnored gives git.
     Impact: arbitrary command execution with HF_TOKEN (and INPUT_HF_TOKEN-derived HF_TOKEN in the Action) in
     its environment."""
     marker = tmp_path / "ran"
@@ -110,7 +110,7 @@ def test_git_config_of_the_folder_runs_a_command_with_the_token_through_rev(tmp_
 def test_git_started_for_rev_gets_the_token_in_its_environment(tmp_path):
     """Invariant 3 ("never given to a process envtag starts (git runs without it)") and 1 ("no token in its
     environment"). Attack: none needed: any `--rev` run (detect/tag --check/push --rev, the Action's git-rev)
-    starts git through GitPython with os.environ as is, HF_TOKEN included; only fileset.GitIgnored scrubs it.
+    starts git through GitPython with os.environ as is, HF_TOKEN included; only gitrun.GitIgnored scrubs it.
     A git wrapper (GIT_PYTHON_GIT_EXECUTABLE, which envtag honours) records what git receives.
     Impact: any git hook, config command, credential helper or ssh command git runs holds the write token."""
     folder = build(tmp_path / "repo", {**harbor_tasks("tasks", ["a"]), "README.md": CARD})

@@ -7,7 +7,7 @@ What ``detect`` judges is what ``push`` uploads, so the rule lives here and nowh
 - never a credential file, at any depth (``SECRET_NAMES`` and friends, below), nor a link to one;
 - never bytecode or ``.DS_Store``;
 - inside a git work tree, nothing git ignores (git's own rules: ``git ls-files --others --ignored
-  --exclude-standard``), except what ``[tool.envtag] force-include`` names;
+  --exclude-standard``, run by ``gitrun.GitIgnored``), except what ``[tool.envtag] force-include`` names;
 - a link only when it ends at a file that is itself in the set (never a folder, never outside the folder);
 - never a FIFO, socket or device, and never a name the Hub cannot hold (line breaks, bytes that are not UTF-8).
 """
@@ -15,9 +15,6 @@ What ``detect`` judges is what ``push`` uploads, so the rule lives here and nowh
 from __future__ import annotations
 
 import fnmatch
-import os
-import subprocess
-import tempfile
 from collections.abc import Iterable
 from itertools import compress, repeat
 from operator import itemgetter
@@ -216,119 +213,6 @@ def _bad_parts(paths: list[str], names: list[str]) -> tuple[dict[str, str], dict
     # only the top-most: a folder inside a left-out one is not reported again
     above = Below(bad)
     return {f: r for f, r in bad.items() if not above.path(f)}, bad_names
-
-
-# -- git's ignore rules --------------------------------------------------------------------------------
-
-class GitIgnored:
-    """The paths git ignores below a folder, by git's own rules (``.gitignore`` files, ``info/exclude``,
-    ``core.excludesFile``), from one ``git ls-files`` run. Tracked files are never ignored (git's rule).
-
-    git starts at once and works while the caller walks the folder; ``wait`` collects its answer.
-    ``paths`` then holds ignored files and ignored folders (with a trailing slash; git does not descend).
-    ``error`` says why the rules could not be applied (git missing or refusing the repository, a hang):
-    a caller about to upload must then refuse rather than publish what git would have ignored.
-
-    The folder is untrusted, and so is any repository git finds there: git runs as gitrun.py starts it (no
-    setting of the repository can run a command, no bare repository laid out as plain files is discovered, no
-    token in its environment).
-    """
-
-    def __init__(self, folder: str):
-        self.folder = os.path.abspath(folder)  # git's --work-tree must be absolute (git 2.39)
-        self.folder_ignored = False  # the enclosing repository ignores the whole folder
-        self.paths: frozenset[str] = frozenset()
-        self.error: str | None = None
-        self._process: subprocess.Popen | None = None
-        self._own_tree: tempfile.TemporaryDirectory | None = None
-        if in_work_tree(folder):
-            self._start()
-
-    def _start(self, *, own_tree: bool = False) -> None:
-        """``own_tree``: the folder as the top of a work tree of its own (an empty repository elsewhere), for
-        a folder its enclosing repository ignores as a whole: its own .gitignore files still apply."""
-        from . import gitrun
-
-        git_dir = work_tree = None
-        if own_tree:
-            self._own_tree = tempfile.TemporaryDirectory(prefix="envtag-git-")
-            gitrun.run(["init", "-q", "--bare", self._own_tree.name], cwd=self.folder)
-            git_dir, work_tree = self._own_tree.name, self.folder
-        self._out, self._err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # a pipe would stall git
-        try:
-            self._process = gitrun.popen(["ls-files", "-z", "--others", "--ignored", "--exclude-standard",
-                                          "--directory"], cwd=self.folder, git_dir=git_dir, work_tree=work_tree,
-                                         stdout=self._out, stderr=self._err,
-                                         without=("GIT_INDEX_FILE",) if own_tree else ())
-        except OSError as exc:
-            self.error = f"git's ignore rules not applied: cannot run git ({exc})"
-            self._close()
-
-    def wait(self, timeout: float | None = None) -> GitIgnored:
-        """git's answer; past ``timeout`` seconds git is stopped (a FIFO named .gitignore blocks it forever)."""
-        process, self._process = self._process, None
-        if process is None:
-            return self
-        try:
-            status = process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            self._close()
-            self.error = f"git's ignore rules not applied: git ls-files did not finish in {timeout:.0f} s"
-            return self
-        self._out.seek(0)
-        self._err.seek(0)
-        out, err = self._out.read(), self._err.read()
-        self._close()
-        if status != 0:
-            if b"not a git repository" in err:  # a stray .git entry (a copied folder): no work tree, no rules
-                return self
-            if self._own_tree is None and b"not superset of prefix" in err:  # git 2.39, an ignored folder
-                self.folder_ignored = True
-                return self
-            detail = " ".join(err.decode("utf-8", "replace").split())[:300]
-            self.error = f"git's ignore rules not applied: git ls-files failed: {detail}"
-            return self
-        paths = frozenset(os.fsdecode(p) for p in out.split(b"\0") if p)
-        if "./" in paths and self._own_tree is None:
-            self.folder_ignored = True  # envtag was pointed at it: it is the taskset (see own_rules)
-            return self
-        self.paths = paths.difference(("./",))
-        return self
-
-    def own_rules(self, timeout: float | None = None) -> GitIgnored:
-        """For a folder its enclosing repository ignores as a whole: the rules of the .gitignore files inside
-        it, with the folder as the top of a work tree of its own (the caller asks only when it saw one)."""
-        self._start(own_tree=True)
-        return self.wait(timeout)
-
-    def cancel(self, reason: str) -> None:
-        """Stop git: the walk found what would block it (a FIFO named .gitignore that git would read)."""
-        process, self._process = self._process, None
-        if process is not None:
-            process.kill()
-            process.wait()
-            self._close()
-        self.error = f"git's ignore rules not applied: {reason}"
-
-    def _close(self) -> None:
-        self._out.close()
-        self._err.close()
-        if self._own_tree is not None and self._process is None:
-            self._own_tree.cleanup()
-
-
-def in_work_tree(folder: str) -> bool:
-    """Whether ``folder`` lies in a git work tree: a ``.git`` entry in it or a parent (no git process)."""
-    current = os.path.realpath(folder)
-    while True:
-        if os.path.lexists(os.path.join(current, ".git")):
-            return True
-        up = os.path.dirname(current)
-        if up == current:
-            return False
-        current = up
 
 
 class ForceInclude:

@@ -45,7 +45,7 @@ def _discover(folder: str) -> tuple[str, str, str | None, str]:
     ``folder``, as git finds it (with safe.bareRepository=explicit). A bare repository is used only when it is
     the folder itself and the folder lies in no work tree: one laid out inside a work tree (a pull request can
     plant HEAD, config and objects/ in a subfolder) is refused."""
-    from .fileset import in_work_tree
+    from .gitrun import in_work_tree
 
     args = ["rev-parse", "--absolute-git-dir", "--git-common-dir", "--is-bare-repository", "--show-prefix",
             "--show-cdup"]

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .tree import Tree
+from typing import Any
 
 RL_TAG = "rl-environment"
 LIBRARY_PREFIX = "library:"  # the Hub may report a framework tag back as library:harbor
@@ -123,7 +120,7 @@ class Layout:
     """
 
     name: str
-    detect: Callable[[Tree], Detection]
+    detect: Callable[..., Detection]  # called with the repo's Tree (tree.py; model.py stays below it)
     description: str = ""
     unit: str = "tasks"
     facts: Mapping[str, str] = field(default_factory=dict)

@@ -358,7 +358,8 @@ class LocalTree(Tree):
         self._content_dirs: set[str] = set()  # folders holding more than folders (see holds_files)
         self._holding: set[str] | None = None  # those and their ancestors, built on the first holds_files
         from . import fileset
-        from .fileset import ForceInclude, GitIgnored
+        from .fileset import ForceInclude
+        from .gitrun import GitIgnored
 
         # git lists what it ignores while this process walks (two cores, two walks at once)
         ignored = GitIgnored(self.root) if git_rules else None
