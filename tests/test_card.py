@@ -677,8 +677,8 @@ def bad_cards(draw):
         new, line = ["dup_map:", "  a: 1", "  a: 2"], at + 3
     elif kind == "mapping_value":
         new, line = ["bad: a: b"], at + 1
-    else:
-        new, line = [draw(st.sampled_from(BROKEN_LINES))], None
+    else:  # last in the header: a later line could close an unterminated quote (`tags: '#x'` did)
+        new, line, at = [draw(st.sampled_from(BROKEN_LINES))], None, len(lines)
     lines[at:at] = new
     return nl.join(lines) + nl + tail, line, len(lines) + 1
 

@@ -84,8 +84,8 @@ def test_stale_tags_kept_unless_prune(tmp_path):
 
 def test_out_of_date_message_says_remove_only_when_pruning(tmp_path):
     """A stale tag is removed only with --prune: the summary of the edit says so, in every front end."""
+    from envtag.card import plan_card
     from envtag.engine import detect
-    from envtag.tagging import plan_card
 
     build(tmp_path, harbor_tasks("tasks", ["a"]))
     before = "---\ntags:\n- harbor\n- nemo-gym\n---\n"

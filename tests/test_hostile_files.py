@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import envtag
-from envtag.card import HUB_HEADER, CardError, apply_tags, card_tags
+from envtag.card import HUB_HEADER, CardError, apply_tags, card_tags, write_plan
 from envtag.example import example_path
-from envtag.tagging import plan_folder, write_plan
+from envtag.tagging import plan_folder
 from envtag.tree import LocalTree
 from fixture_repos import build, harbor_tasks, jsonl, nemo_row
 from test_action import TOKEN as ACTION_TOKEN
@@ -390,7 +390,7 @@ def test_prune_keeps_a_tag_whose_detector_raised(tmp_path):
     pm.register(Broken(), name="broken")
     report = envtag.detect(folder, registry=build_registry(pm, errors))
     assert "gem" in report.undecided
-    from envtag.tagging import plan_card
+    from envtag.card import plan_card
 
     plan = plan_card((folder / "README.md").read_text(), report, prune=True)
     assert "gem" in card_tags(plan.after) and "gem" in plan.held
@@ -527,7 +527,7 @@ def test_file_names_cannot_smuggle_control_characters_into_the_output(tmp_path):
 
 def test_the_job_summary_diff_cannot_be_closed_by_the_card():
     from envtag.action import _diff_block
-    from envtag.tagging import CardPlan
+    from envtag.card import CardPlan
 
     block = _diff_block(CardPlan(before="a\n```\n# heading\n", after="b\n```\n# heading\n"))
     assert block.startswith("\n````diff\n") and block.rstrip().endswith("````")

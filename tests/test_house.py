@@ -69,3 +69,48 @@ def test_module_top_imports_form_no_cycle():
     for start in sorted(known):
         if start not in state:
             assert visit(start) is None, " -> ".join(path)
+
+
+def all_imports() -> dict[str, set[str]]:
+    """Every import of envtag's own modules, wherever it stands: module top, inside a function (lazy), or under
+    ``TYPE_CHECKING`` (a reader follows those too). The package face (``envtag``) is left out: it only hands
+    names on."""
+    known = modules()
+    edges: dict[str, set[str]] = {name: set() for name in known if name != "envtag"}
+    for name in edges:
+        for node in ast.walk(known[name]):
+            if isinstance(node, ast.ImportFrom):
+                module = imported(name, node)
+                targets = [f"{module}.{a.name}" if f"{module}.{a.name}" in known else module for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            edges[name] |= {t for t in targets if t in edges and t != name}
+    return edges
+
+
+def floors(edges: dict[str, set[str]]) -> dict[str, int]:
+    """Each module's floor: 1 for a module that imports none of envtag's, else one above the highest it imports."""
+    floor: dict[str, int] = {}
+
+    def of(name: str, seen: tuple[str, ...] = ()) -> int:
+        assert name not in seen, "an import cycle: " + " -> ".join((*seen, name))
+        if name not in floor:
+            floor[name] = 1 + max((of(n, (*seen, name)) for n in edges[name]), default=0)
+        return floor[name]
+
+    for name in edges:
+        of(name)
+    return floor
+
+
+def test_the_house_has_at_most_nine_floors():
+    """Issue 17: 11 floors when filed, 12 at one point; 9 once model.py and fileset.py stood on the ground and
+    config.py stopped reading files. A new floor means a module now sits on one more layer than anything
+    before: look for a small fact imported from a high module first."""
+    floor = floors(all_imports())
+    top = max(floor.values())
+    assert top <= 9, sorted(floor.items(), key=lambda item: -item[1])
+    for ground in ("envtag.errors", "envtag.model", "envtag.fileset", "envtag.gitrun", "envtag.oids"):
+        assert floor[ground] == 1, (ground, all_imports()[ground])  # what everything else stands on

@@ -219,7 +219,7 @@ def run_check(inputs: Inputs, folder: str) -> Outcome:
         outcome.notes.append(("notice", f"envtag: no RL-environment taskset found in {inputs.path}", {}))
     elif plan.changed:
         what = plan.summary()
-        from .cli import fix_command
+        from .render import fix_command
 
         fix = fix_command(inputs.path, prune=inputs.prune, native_only=inputs.native_only)
         message = f"{card} is out of date: {what}. Run `{fix}` and commit the card."

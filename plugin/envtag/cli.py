@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from . import parallel
+from .card import write_plan
 from .engine import detect
 from .errors import (
     EXIT_BAD_INPUT,
@@ -24,9 +25,22 @@ from .errors import (
 from .example import example_path
 from .model import RL_TAG
 from .plugins import get_registry
-from .render import audit_counts, audit_detail, duration, human, safe_json, safe_line, safe_text, visible
+from .render import (
+    audit_counts,
+    audit_detail,
+    duration,
+    fix_command,
+    human,
+    print_json,
+    safe_json,
+    safe_line,
+    say,
+    say_card_outcome,
+    say_stale,
+    visible,
+)
 from .sources import is_hub_address
-from .tagging import plan_folder, write_plan
+from .tagging import plan_folder
 from .version import __version__
 
 
@@ -191,23 +205,11 @@ def _warn_plugin_errors() -> None:
         say(f"envtag: warning: {visible(error)}", file=sys.stderr)
 
 
-def say(text: str = "", *, file=None, end: str = "\n") -> None:
-    """``print`` for every line that may carry untrusted text (file and task names, repo ids, card lines,
-    Hub answers): ``render.safe_text``, so no control character reaches the terminal and no line is read
-    as a GitHub workflow command when envtag runs in a CI step."""
-    print(safe_text(text), file=file, end=end)
-
-
-def _print_json(data: object) -> None:
-
-    print(safe_json(data, indent=2))
-
-
 def cmd_detect(args: argparse.Namespace) -> int:
 
     report = detect(args.source, native_only=args.native_only, rev=args.rev)
     if args.json:
-        _print_json(report.to_json())
+        print_json(report.to_json())
     else:
         say(human(report))
     return EXIT_OK
@@ -245,12 +247,12 @@ def tag_local(folder: str, *, check: bool, prune: bool, native_only: bool | None
     if out_of_date and not (check or dry_run):
         wrote = write_plan(plan)
     if as_json:
-        _print_json({**report.to_json(), "card": card, "missing": plan.missing, "stale": plan.stale,
+        print_json({**report.to_json(), "card": card, "missing": plan.missing, "stale": plan.stale,
                      "held": plan.held, "changed": out_of_date, "written": wrote})
     else:
         say(human(report))
         fix = fix_command(folder, prune=prune, native_only=native_only)
-        _say_card_outcome(card, report, plan, check=check, dry_run=dry_run, wrote=wrote, prune=prune, fix=fix,
+        say_card_outcome(card, report, plan, check=check, dry_run=dry_run, wrote=wrote, prune=prune, fix=fix,
                           exit_code=exit_code)
     if (check or exit_code) and out_of_date:  # exit_code: written (a new card too: pre-commit would not see it)
         return EXIT_OUT_OF_DATE
@@ -258,47 +260,6 @@ def tag_local(folder: str, *, check: bool, prune: bool, native_only: bool | None
         say(f"{len(report.problems)} problem(s): --strict fails the check on them", file=sys.stderr)
         return EXIT_OUT_OF_DATE
     return EXIT_OK
-
-
-def fix_command(source: str, *, prune: bool, native_only: bool | None) -> str:
-    """The ``envtag tag`` command that fixes this card, as the user would type it."""
-    import shlex
-
-    words = ["envtag", "tag"] + ([shlex.quote(source)] if source not in (".", "") else [])
-    words += ["--prune"] if prune else []
-    words += ["--native-only"] if native_only else []
-    return " ".join(words)
-
-
-def _say_stale(where: str, plan, *, prune: bool, fix: str) -> None:
-    """The framework tags the card claims that are no longer detected: removed only with --prune, and kept
-    then too when their verdict is incomplete."""
-    if plan.stale and not prune:
-        say(f"{where}: stale tags {', '.join(plan.stale)} (no longer detected); `{fix} --prune` removes them")
-    for tag, why in plan.held.items():
-        say(f"{where}: stale tag {tag} kept although --prune: {why}")
-
-
-def _say_card_outcome(card, report, plan, *, check, dry_run, wrote, prune, fix, exit_code=False) -> None:
-    if not report.tags and not plan.changed:
-        say(f"{card}: nothing detected, nothing written")
-        _say_stale(card, plan, prune=prune, fix=fix)
-        return
-    _say_stale(card, plan, prune=prune, fix=fix)
-    if not plan.changed:
-        say(f"{card}: up to date")
-        return
-    summary = plan.summary()
-    if wrote:
-        created = " (created)" if plan.before is None else ""
-        say(f"{card}{created}: {summary}")
-        if exit_code:  # in a hook: the commit stopped; say how to go on
-            say(f"Review it, then: git add {card} and commit again.")
-    elif check:
-        say(f"{card}: out of date: {summary}. Run `{fix}` to fix it.")
-    else:
-        say(f"{card}: would {summary}")
-        say(plan.diff(), end="")
 
 
 def cmd_push(args: argparse.Namespace) -> int:
@@ -309,7 +270,7 @@ def cmd_push(args: argparse.Namespace) -> int:
                          native_only=args.native_only, dry_run=args.dry_run, rev=args.rev, delete=args.delete,
                          prune=args.prune)
     if args.json:
-        _print_json({**result.report.to_json(), "repo_id": result.repo_id, "files": result.files,
+        print_json({**result.report.to_json(), "repo_id": result.repo_id, "files": result.files,
                      "deleted": result.deleted, "missing": result.plan.missing, "stale": result.plan.stale,
                      "unchanged": result.unchanged, "commit_url": result.commit_url, "pr_url": result.pr_url,
                      "dry_run": result.dry_run, "left_out": [{"path": p, "reason": r} for p, r in result.left_out]})
@@ -341,7 +302,7 @@ def cmd_push(args: argparse.Namespace) -> int:
         if result.plan.changed:
             say(result.plan.diff())
         return EXIT_OK
-    _say_stale(f"{target}: README.md", result.plan, prune=args.prune, fix="envtag push")
+    say_stale(f"{target}: README.md", result.plan, prune=args.prune, fix="envtag push")
     if not result.files and not result.deleted:
         say(f"\n{target}: already up to date, no commit")
     elif result.pr_url:
@@ -359,7 +320,7 @@ def tag_hub_command(source: str, *, check: bool, prune: bool, create_pr: bool, n
     result = tag_hub_repo(source, create_pr=create_pr, prune=prune, native_only=native_only, dry_run=dry_run or check)
     plan = result.plan
     if as_json:
-        _print_json({**result.report.to_json(), "missing": plan.missing, "stale": plan.stale, "held": plan.held,
+        print_json({**result.report.to_json(), "missing": plan.missing, "stale": plan.stale, "held": plan.held,
                      "changed": result.changed, "commit_url": result.commit_url, "pr_url": result.pr_url})
         return EXIT_OUT_OF_DATE if check and result.changed else EXIT_OK
     say(human(result.report))
@@ -377,7 +338,7 @@ def tag_hub_command(source: str, *, check: bool, prune: bool, create_pr: bool, n
         say(f"{where}: opened a pull request: {visible(result.pr_url)}")
     else:
         say(f"{where}: committed: {visible(str(result.commit_url))}")
-    _say_stale(where, plan, prune=prune, fix=fix)
+    say_stale(where, plan, prune=prune, fix=fix)
     return EXIT_OUT_OF_DATE if check and result.changed else EXIT_OK
 
 
@@ -396,7 +357,7 @@ def retag_author(author: str, *, create_pr: bool, dry_run: bool, native_only: bo
     if terminal and rows:
         say(file=sys.stderr)
     if as_json:
-        _print_json(rows)
+        print_json(rows)
     else:
         header = ("repo", "detected", "missing", "stale", "action")
         table = [header] + [(r["repo"], ",".join(r["tags"][1:]) or "-", ",".join(r["missing"]) or "-",
@@ -429,7 +390,7 @@ def cmd_frameworks(args: argparse.Namespace) -> int:
     layouts = [{"name": name, "plugin": registry.plugin_of[name], "description": layout.description,
                 "unit": layout.unit, "facts": dict(layout.facts)} for name, layout in registry.layouts.items()]
     if args.json:
-        _print_json({"frameworks": rows, "layouts": layouts, "plugins": registry.plugins,
+        print_json({"frameworks": rows, "layouts": layouts, "plugins": registry.plugins,
                      "errors": registry.errors})
         return EXIT_OK
     for row in rows:

@@ -417,8 +417,7 @@ def _propose_tags(tree: HubTree, report: Report, result: AuditResult, config_tag
     """Read the card, judge again on the tags it really carries (the listing's card data may lag), and propose
     the missing tags as envtag's pull request (none while envtag's is open). Sets ``result.pr_url`` or, when
     that failed, ``result.error``; returns "stopped" when the scan was stopped meanwhile."""
-    from .card import card_tags
-    from .tagging import plan_card, read_tree_card
+    from .card import card_tags, plan_card, read_tree_card
 
     try:
         before = read_tree_card(tree, f"hf://{tree.repo_id}/{CARD}")

@@ -6,23 +6,25 @@ import os
 from collections.abc import Iterable
 from itertools import repeat
 
-from .config import Config, load_config, load_folder_config
-from .errors import source_failed
+from .config import Config, parse_config
+from .errors import ConfigError, FileTooLarge, OutsideFile, ParseFailure, source_failed
 from .model import Detection, FrameworkReport, Problem, Refusal, Report, RootReport, Task, counted, unique
+from .parsing import load_toml
 from .plugins import Registry, get_registry
 from .sources import is_hub_address
-from .tree import LocalTree, NarrowedTree, Tree, TreeError
+from .tree import MAX_READ, LocalTree, MemoryTree, NarrowedTree, Tree, TreeError, read_inside
 
 SAMPLE = 3
 
 
-def open_source(source: str | os.PathLike, *, rev: str | None = None,
-                include: Iterable[str] = ()) -> tuple[Tree, Config]:
+def open_source(source: str | os.PathLike, *, rev: str | None = None, include: Iterable[str] = (),
+                skip: bool = False) -> tuple[Tree, Config]:
     """The one way into a source: the Tree of a folder, of a folder's git revision, or of an hf:// / https Hub
     repo, with its ``[tool.envtag]`` config. A folder's config is read first (its force-include decides the
-    walk); a revision's or a repo's is read from the tree. ``skip`` is applied by ``detect`` afterwards (push
-    uploads what detection skips). ``include``: a folder's paths kept although git ignores them (exactly what a
-    framework uploads); the credential and link rules still apply to them."""
+    walk); a revision's or a repo's is read from the tree. ``skip``: leave out what the config's ``skip``
+    patterns match (a tree to detect on; push opens without, since it uploads what detection skips).
+    ``include``: a folder's paths kept although git ignores them (exactly what a framework uploads); the
+    credential and link rules still apply to them."""
     text = os.fspath(source)
     if is_hub_address(text):
         if rev is not None:
@@ -30,16 +32,47 @@ def open_source(source: str | os.PathLike, *, rev: str | None = None,
         from .hubtree import HubTree  # the Hub client, only for a Hub source
 
         tree: Tree = HubTree.from_url(text)
-        return tree, load_config(tree)
-    if rev is not None:
+        config = load_config(tree)
+    elif rev is not None:
         from .gittree import GitTree  # git, only for a revision
 
         tree = GitTree(text, rev)
-        return tree, load_config(tree)
-    if not os.path.isdir(text):
-        raise TreeError(f"{text}: not a folder" if os.path.exists(text) else f"{text}: no such folder")
-    config = load_folder_config(text)
-    return LocalTree(text, force_include=config.force_include, include=include), config
+        config = load_config(tree)
+    else:
+        if not os.path.isdir(text):
+            raise TreeError(f"{text}: not a folder" if os.path.exists(text) else f"{text}: no such folder")
+        config = load_folder_config(text)
+        # the whole set is walked, then narrowed: a link into a skipped folder counts as it does for push
+        tree = LocalTree(text, force_include=config.force_include, include=include)
+    return (NarrowedTree(tree, config.skip) if skip and config.skip else tree), config
+
+
+def load_config(tree: Tree) -> Config:
+    """The config of the tree's root pyproject.toml (defaults when there is none)."""
+    if not tree.is_file("pyproject.toml"):
+        return Config()
+    try:
+        data = load_toml(tree, "pyproject.toml")
+    except ParseFailure as exc:  # the repo's own file is broken: say so, and detect with the defaults
+        exc.problem.message += "; [tool.envtag] not read"
+        exc.problem.undecided = True  # the repo's settings (exclude-tags...) are unknown: --prune keeps every tag
+        return Config(problems=[exc.problem])
+    return parse_config(data)
+
+
+def load_folder_config(folder: str) -> Config:
+    """The config of a folder's pyproject.toml, read before the walk (so skipped paths are never walked).
+    A pyproject.toml that links out of the folder is refused (ConfigError), never read."""
+    try:
+        data = read_inside(folder, "pyproject.toml", MAX_READ)
+    except OutsideFile as exc:
+        raise ConfigError(f"{exc}; [tool.envtag] not read") from None
+    except FileTooLarge as exc:
+        return Config(problems=[Problem("pyproject.toml", f"{exc.size} bytes is larger than the {exc.cap} byte "
+                                                          "cap; [tool.envtag] not read", undecided=True)])
+    if data is None:
+        return Config()
+    return load_config(MemoryTree({"pyproject.toml": data}, name=folder))
 
 
 def detect(source: str | os.PathLike | Tree, *, native_only: bool | None = None, rev: str | None = None,
@@ -49,14 +82,13 @@ def detect(source: str | os.PathLike | Tree, *, native_only: bool | None = None,
 
     ``files``: judge only these files of the source (repo-relative paths): exactly what an upload holds, when
     it is not the whole folder (one JSONL file of a data folder)."""
-    registry = registry or get_registry()
     wanted = file_paths(files)
     if isinstance(source, Tree):
         tree = source
         if config is None:
             config = load_config(tree)
     else:
-        tree, found = open_source(source, rev=rev, include=wanted or ())
+        tree, found = open_source(source, rev=rev, include=wanted or (), skip=True)
         config = config if config is not None else found
     if config.skip and not tree.skip:
         tree = NarrowedTree(tree, config.skip)
@@ -69,9 +101,7 @@ def detect(source: str | os.PathLike | Tree, *, native_only: bool | None = None,
                             "taskset (a path relative to the folder; envtag never reads credential files or "
                             "follows links out of the folder)")
         tree = NarrowedTree(tree, keep=wanted)
-    if native_only is None:
-        native_only = config.native_only
-    return judge(tree, registry, native_only=native_only, config=config)
+    return judge(tree, config, native_only=native_only, registry=registry)
 
 
 def file_paths(files: Iterable[str] | None) -> list[str] | None:
@@ -111,9 +141,13 @@ def run_detectors(tree: Tree, registry: Registry) -> tuple[dict[str, Detection],
     return detections, problems
 
 
-def judge(tree: Tree, registry: Registry, *, native_only: bool, config: Config) -> Report:
-    """The report of a tree: every detector run, each root judged for every framework (natively or as a
-    reader), the frameworks' totals, and what could not be judged."""
+def judge(tree: Tree, config: Config, *, native_only: bool | None = None, registry: Registry | None = None) -> Report:
+    """The report of a tree as it stands (``detect`` opens and narrows it): every detector run, each root judged
+    for every framework (natively or as a reader), the frameworks' totals, and what could not be judged.
+    ``native_only`` None: the config's."""
+    registry = registry or get_registry()
+    if native_only is None:
+        native_only = config.native_only
     detections, problems = run_detectors(tree, registry)
     problems += _source_problems(tree, config, registry)
     excluded = set(config.exclude_tags)

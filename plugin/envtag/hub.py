@@ -14,15 +14,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .card import CARD_CAP, CardError, check_card, decode_card
-from .config import Config, ConfigError, load_config
-from .engine import detect, file_paths, open_source
+from .card import CARD_CAP, CardError, CardPlan, check_card, decode_card, plan_card, read_tree_card
+from .config import Config, ConfigError
+from .engine import detect, file_paths, load_config, open_source
 from .hubclient import Client, HubError
 from .hubtree import HubTree
 from .model import Report, bare_tag
 from .oids import blob_id
 from .sources import is_hub_address, parse_hub_url
-from .tagging import CardPlan, plan_card, read_tree_card
 from .tree import OverlayTree, Tree, TreeError
 from .upload import check_folder, stage
 

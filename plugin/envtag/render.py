@@ -12,6 +12,7 @@ nothing is printed or written as Markdown without going through one of the escap
 from __future__ import annotations
 
 import re
+import shlex
 
 from .model import RL_TAG, VERDICTS, Report, bare_tag, counted
 
@@ -222,3 +223,56 @@ def audit_detail(result) -> str:
     if result.reused:
         parts.append("(unchanged since the last run)")
     return "; ".join(p for p in parts if p)
+
+
+# -- the terminal: what the commands print ------------------------------------------------------------------
+
+def say(text: str = "", *, file=None, end: str = "\n") -> None:
+    """``print`` for every line that may carry untrusted text (file and task names, repo ids, card lines,
+    Hub answers): ``render.safe_text``, so no control character reaches the terminal and no line is read
+    as a GitHub workflow command when envtag runs in a CI step."""
+    print(safe_text(text), file=file, end=end)
+
+
+def print_json(data: object) -> None:
+    """JSON on stdout, escaped as every line envtag prints (``safe_json``)."""
+    print(safe_json(data, indent=2))
+
+
+def fix_command(source: str, *, prune: bool, native_only: bool | None) -> str:
+    """The ``envtag tag`` command that fixes this card, as the user would type it."""
+    words = ["envtag", "tag"] + ([shlex.quote(source)] if source not in (".", "") else [])
+    words += ["--prune"] if prune else []
+    words += ["--native-only"] if native_only else []
+    return " ".join(words)
+
+
+def say_stale(where: str, plan, *, prune: bool, fix: str) -> None:
+    """The framework tags the card claims that are no longer detected: removed only with --prune, and kept
+    then too when their verdict is incomplete."""
+    if plan.stale and not prune:
+        say(f"{where}: stale tags {', '.join(plan.stale)} (no longer detected); `{fix} --prune` removes them")
+    for tag, why in plan.held.items():
+        say(f"{where}: stale tag {tag} kept although --prune: {why}")
+
+
+def say_card_outcome(card, report, plan, *, check, dry_run, wrote, prune, fix, exit_code=False) -> None:
+    if not report.tags and not plan.changed:
+        say(f"{card}: nothing detected, nothing written")
+        say_stale(card, plan, prune=prune, fix=fix)
+        return
+    say_stale(card, plan, prune=prune, fix=fix)
+    if not plan.changed:
+        say(f"{card}: up to date")
+        return
+    summary = plan.summary()
+    if wrote:
+        created = " (created)" if plan.before is None else ""
+        say(f"{card}{created}: {summary}")
+        if exit_code:  # in a hook: the commit stopped; say how to go on
+            say(f"Review it, then: git add {card} and commit again.")
+    elif check:
+        say(f"{card}: out of date: {summary}. Run `{fix}` to fix it.")
+    else:
+        say(f"{card}: would {summary}")
+        say(plan.diff(), end="")

@@ -69,8 +69,9 @@ class Tree:
 
     # -- listing -----------------------------------------------------------------------------
     def skipped(self, path: str) -> bool:
-        """True when ``path`` matches a configured skip pattern (glob on the path or a parent)."""
-        if not self.skip:
+        """True when ``path`` matches a configured skip pattern (glob on the path or a parent). The card,
+        README.md at the root, is never skipped: it is the file envtag edits."""
+        if not self.skip or path == "README.md":
             return False
         for pattern in self.skip:
             if fnmatch.fnmatchcase(path, pattern) or fnmatch.fnmatchcase(path, pattern + "/*"):
@@ -429,7 +430,7 @@ class LocalTree(Tree):
                                 reason = fileset.file_reason(name, folder_name)
                         if reason is not None:
                             here_out.append((path, reason))
-                        elif skip is None or path == "README.md" or not skip(path):  # the card is never skipped
+                        elif skip is None or not skip(path):
                             here_files.append((path, name))
                     elif entry.is_dir(follow_symlinks=False):
                         if name == fileset.ENV_DIR_MARKER:
