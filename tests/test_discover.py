@@ -14,6 +14,7 @@ their own signals the plugin only repeats them. ``populate_mix`` is also what be
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -67,13 +68,17 @@ class SignalsPlugin:
         register(Layout("test-verifiers-signals", self._nothing, "signals only", signals=("pyproject.toml",)))
 
 
-def signals_env(folder: Path) -> dict[str, str]:
-    """What a child process needs to load SIGNALS_PLUGIN through its entry point, as an installed plugin."""
+def signals_env(folder: Path, version: str = "1.0") -> dict[str, str]:
+    """What a child process needs to load SIGNALS_PLUGIN through its entry point, as an installed plugin (of
+    that version: another version installed there before is removed, as pip would)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "envtag_test_signals.py").write_text(SIGNALS_PLUGIN, encoding="utf-8")
-    dist = folder / "envtag_test_signals-1.0.dist-info"
+    for old in folder.glob("envtag_test_signals-*.dist-info"):
+        if old.name != f"envtag_test_signals-{version}.dist-info":
+            shutil.rmtree(old)
+    dist = folder / f"envtag_test_signals-{version}.dist-info"
     dist.mkdir(exist_ok=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: envtag-test-signals\nVersion: 1.0\n")
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: envtag-test-signals\nVersion: {version}\n")
     (dist / "entry_points.txt").write_text("[envtag]\ntest-signals = envtag_test_signals\n", encoding="utf-8")
     return {"PYTHONPATH": str(folder), "ENVTAG_PLUGINS": "test-signals"}
 
@@ -203,10 +208,10 @@ def fresh(monkeypatch, tmp_path, signals):
 
 
 def cli(server: HubServer, tmp_path: Path, *args: str, token: str | None = TOKEN, stdin: str | None = None,
-        **env: str) -> tuple[int, str, str]:
+        plugin_version: str = "1.0", **env: str) -> tuple[int, str, str]:
     """`envtag audit ARGS` in a child process, with SIGNALS_PLUGIN installed."""
     environment = hub_env(server, token, tmp_path / "env", ENVTAG_RETRY_BASE_SECONDS="0.01",
-                          **signals_env(tmp_path / "site"), **env)
+                          **signals_env(tmp_path / "site", plugin_version), **env)
     proc = subprocess.run([sys.executable, "-m", "envtag", "audit", *args], env=environment, capture_output=True,
                           text=True, timeout=300, cwd=tmp_path, input=stdin)
     assert "Traceback" not in proc.stderr, proc.stderr
@@ -522,6 +527,11 @@ def test_a_scan_killed_halfway_resumes_without_asking_again(fresh, tmp_path):
     code, out, err = cli(fresh, tmp_path, "--discover", "--json", "--state", str(state))
     row = next(r for r in lines(out) if r["repo"] == changed)
     assert row["verdict"] == "missing" and not row["reused"] and row["sha"] == fresh.head(changed)
+    # a plugin upgraded since: its rules (and signals) may have changed, so no verdict of the older one holds
+    code, out, err = cli(fresh, tmp_path, "--discover", "--json", "--state", str(state), plugin_version="1.1")
+    assert code == 1 and lines(out) and not [r for r in lines(out) if r["reused"]], err
+    now = Expect("missing", [RL, "verifiers", "nemo-gym"], "untagged")
+    check([AuditResult.from_json(r) for r in lines(out)], expected | {changed: now})
 
 
 # -- webhooks ---------------------------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from .model import RL_TAG, Framework, Layout, Reader
 _TAG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 ENTRY_POINT_GROUP = "envtag"
+DISTRIBUTIONS: dict[str, str] = {}  # entry-point plugin name -> the distribution that declares it, with its version
 BUILTIN_PLUGINS = {
     "harbor": "envtag.builtin.harbor",
     "verifiers": "envtag.builtin.verifiers",
@@ -44,6 +45,7 @@ class EntryPoint:
 
     name: str
     value: str
+    dist: str = ""  # the distribution that declares it, with its version (``my_plugin-1.2``)
 
     def load(self):
         module_name, _, attr = self.value.partition(":")
@@ -62,6 +64,7 @@ class Registry:
     plugin_of: dict[str, str] = field(default_factory=dict)  # framework tag or layout name -> plugin
     plugins: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    distributions: dict[str, str] = field(default_factory=dict)  # entry-point plugin -> its distribution-version
 
     @property
     def known_tags(self) -> list[str]:
@@ -106,6 +109,7 @@ def make_plugin_manager(*, third_party: bool = True) -> tuple[pluggy.PluginManag
             continue
         try:
             pm.register(ep.load(), name=ep.name)
+            DISTRIBUTIONS[ep.name] = ep.dist
         except Exception as exc:  # a broken plugin must not take the tool down
             errors.append(f"plugin {ep.name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}")
     drop_unknown_hooks(pm, errors)
@@ -166,26 +170,27 @@ def _entry_points(errors: list[str]) -> list[EntryPoint]:
                 continue
             if header in text:
                 try:
-                    found.extend(_parse_group(text))
+                    found.extend(_parse_group(text, name.rsplit(".", 1)[0]))
                 except configparser.Error as exc:  # a broken distribution must not take the tool down
                     errors.append(f"{name}/entry_points.txt is malformed ({type(exc).__name__}); "
                                   "its envtag plugins are skipped")
     return found
 
 
-def _parse_group(text: str) -> list[EntryPoint]:
+def _parse_group(text: str, dist: str = "") -> list[EntryPoint]:
     parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
     parser.optionxform = str  # entry-point names are case-sensitive
     parser.read_string(text)
     if not parser.has_section(ENTRY_POINT_GROUP):
         return []
-    return [EntryPoint(name, value.strip()) for name, value in parser.items(ENTRY_POINT_GROUP)]
+    return [EntryPoint(name, value.strip(), dist) for name, value in parser.items(ENTRY_POINT_GROUP)]
 
 
 def build_registry(pm: pluggy.PluginManager, errors: list[str] | None = None) -> Registry:
     """Call every plugin's hooks one plugin at a time, so one that raises is skipped alone."""
     registry = Registry(errors=list(errors or []))
     registry.plugins = [pm.get_name(p) or repr(p) for p in pm.get_plugins()]
+    registry.distributions = {name: DISTRIBUTIONS[name] for name in registry.plugins if name in DISTRIBUTIONS}
 
     def collect(hook_name: str, kind: type, store: dict, key: str) -> None:
         # get_hookimpls() lists plugins in registration order: built-ins first, then entry points

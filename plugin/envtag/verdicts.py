@@ -126,7 +126,8 @@ class StateFile:
     """The --state file: one row per repo, inserted and committed as that repo finishes. SQLite's transactions
     (in WAL mode) make a run killed at any moment, SIGKILL included, leave every finished row and nothing
     half-written. ``judge`` records what a verdict depends on besides the sha (envtag's version, the registered
-    frameworks, --native-only): a row judged otherwise is not reused.
+    frameworks and layouts, each entry-point plugin's distribution and version, --native-only): a row judged
+    otherwise is not reused.
 
     A file that is not SQLite, is damaged, belongs to another program (other tables, or another shape of ours)
     or stays locked is refused with a StateError before anything is audited. A write that fails later (the file
@@ -255,8 +256,9 @@ def verdict_key(native_only: bool | None) -> str:
     from .plugins import get_registry
 
     registry = get_registry()
+    plugins = ",".join(f"{name}={dist}" for name, dist in sorted(registry.distributions.items()))
     return (f"envtag {__version__}; frameworks {','.join(sorted(registry.frameworks))}; layouts "
-            f"{','.join(sorted(registry.layouts))}; native-only {native_only}")
+            f"{','.join(sorted(registry.layouts))}; plugins {plugins}; native-only {native_only}")
 
 
 def reusable_verdict(row: tuple[str | None, str, str, str] | None, sha: str | None, judge_key: str, *,
