@@ -451,6 +451,20 @@ def test_rate_is_never_exceeded_in_any_window_across_jobs(fresh, tmp_path):
     assert most_in_a_window([r.time for r in fresh.requests], 1.0) > 5
 
 
+def test_a_window_reset_does_not_let_every_job_through_at_once(fresh):
+    """Four jobs, each reading two files at once: past a reset, the quota's policy (RateLimit-Policy) says what
+    the new window holds, so the jobs share it instead of overrunning it before its first answer comes back."""
+    for i in range(24):
+        fresh.create_repo(f"alice/chat{i:02d}", files=ordinary("jsonl", i))
+    fresh.set_rate_limit(8, 1)
+    fresh.reset_log()
+    stats = DiscoverStats()
+    assert list(discover(author="alice", jobs=4, stats=stats)) == []
+    assert stats.probed == 24
+    assert [r.status for r in fresh.requests].count(429) == 0
+    assert most_in_a_window([r.time for r in fresh.requests], 1.0) <= 8
+
+
 def test_the_hubs_ratelimit_headers_are_heeded_before_a_429(fresh):
     for i in range(12):
         fresh.create_repo(f"alice/chat{i:02d}", files=ordinary("jsonl", i))
@@ -469,7 +483,10 @@ def test_rate_and_other_usage_errors_exit_2_before_any_request(fresh, tmp_path):
                         (["--discover", "--tag", "harbor"], "--tag cannot go with it"),
                         (["--discover", "--prune"], "--prune cannot go with it"),
                         (["--discover", "--rate", "2/5m", "--create-pr"], "allow at least 3 per window"),
-                        (["--webhook-payload", "-", "--author", "alice"], "--author cannot go with it")):
+                        (["--webhook-payload", "-", "--author", "alice"], "--author cannot go with it"),
+                        # given as the default is, still refused: the payload names the repo and its type
+                        (["--webhook-payload", "-", "--jobs", "4"], "--jobs cannot go with it"),
+                        (["--webhook-payload", "-", "--repo-type", "dataset"], "--repo-type cannot go with it")):
         code, out, err = cli(fresh, tmp_path, *args, stdin="{}")
         assert code == 2 and piece in err and err.count("\n") == 1, (args, err)
     assert fresh.requests == []

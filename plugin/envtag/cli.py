@@ -127,10 +127,9 @@ def _add_audit(sub, native: argparse.ArgumentParser) -> None:
     audit.add_argument("--tag", action="append", help="audit repos carrying this tag (repeat: all must match)")
     audit.add_argument("--author", help="audit the repos of this Hub user or organisation")
     audit.add_argument("--search", help="audit the repos whose name contains TEXT")
-    audit.add_argument("--repo-type", choices=["dataset", "space"], default="dataset",
-                       help="dataset (default) or space")
+    audit.add_argument("--repo-type", choices=["dataset", "space"], help="dataset (default) or space")
     audit.add_argument("--limit", type=int, help="audit at most N repos of the listing")
-    audit.add_argument("--jobs", type=int, default=4, help="repos audited at once (default 4)")
+    audit.add_argument("--jobs", type=int, help="repos audited at once (default 4)")
     audit.add_argument("--state", help="SQLite file: record verdicts; a rerun reuses those whose sha is unchanged")
     audit.add_argument("--json", action="store_true", help="print one JSON object per repo per line")
     audit.add_argument("--create-pr", action="store_true", help="open one pull request per repo that needs a fix")
@@ -431,14 +430,16 @@ def cmd_audit(args: argparse.Namespace) -> int:
     (or its pull request failed, or the state file failed), 130 interrupted."""
     from .auditing import audit
 
+    if args.webhook_payload is not None:  # before the defaults: a flag given with it is refused, not ignored
+        return cmd_webhook(args)
+    args.jobs = 4 if args.jobs is None else args.jobs
+    args.repo_type = args.repo_type or "dataset"
     if args.jobs < 1 or (args.limit is not None and args.limit < 1):
         raise UsageError("--jobs and --limit take a number of at least 1")
     rate = _rate(args.rate)
     if rate is not None and args.create_pr and rate[0] < 3:  # huggingface_hub's commit sends up to 3 requests
         raise UsageError(f"--rate {args.rate} with --create-pr: a pull request's commit takes 3 requests; allow at "
                          "least 3 per window")
-    if args.webhook_payload is not None:
-        return cmd_webhook(args)
     if args.discover:
         return cmd_discover(args, rate)
     view = AuditView(as_json=args.json, progress=sys.stderr.isatty())
@@ -510,10 +511,11 @@ def cmd_webhook(args: argparse.Namespace) -> int:
     others = [flag for flag, value in (("--tag", args.tag), ("--author", args.author), ("--search", args.search),
                                        ("--limit", args.limit), ("--state", args.state), ("--prune", args.prune),
                                        ("--discover", args.discover), ("--rate", args.rate),
-                                       ("--native-only", args.native_only)) if value]
+                                       ("--native-only", args.native_only), ("--jobs", args.jobs is not None),
+                                       ("--repo-type", args.repo_type)) if value]
     if others:
-        raise UsageError(f"--webhook-payload audits the one repo the payload names: {', '.join(others)} cannot go "
-                         "with it")
+        raise UsageError(f"--webhook-payload audits the one repo the payload names (its type too): "
+                         f"{', '.join(others)} cannot go with it")
     event = parse_webhook(read_webhook(args.webhook_payload))
     if event.sha is None:  # a model's or a bucket's name is not checked: quoted and cut, on one line
         name = event.repo if event.repo_type in ("dataset", "space") else repr(event.repo[:80])

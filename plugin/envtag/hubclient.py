@@ -247,10 +247,13 @@ class Gate:
                 return
             self.stop.wait(min(left, 0.25))
 
-    def observe(self, resource: str, remaining: int, reset_in: float) -> None:
+    def observe(self, resource: str, remaining: int, reset_in: float, limit: int | None = None,
+                window: float | None = None) -> None:
         """An answer's RateLimit header: ``remaining`` requests of ``resource`` until the reset. Until then, no
         more than that (less the other requests in flight, which the Hub may not have counted yet) are let
-        through, so a job stays under the Hub's quota instead of being answered 429 first."""
+        through, so a job stays under the Hub's quota instead of being answered 429 first. ``limit`` and
+        ``window`` (its RateLimit-Policy): what the next window holds, so that the reset does not let every
+        job through at once (they would overrun the new window before its first answer says so)."""
         with self._lock:
             now = time.monotonic()
             others = max(self._in_flight - 1, 0)
@@ -260,12 +263,21 @@ class Gate:
                 # the same window (its reset is said in whole seconds): answers overtake each other across
                 # jobs, so an older one, saying more is left, never raises what a newer one said
                 left, at = min(left, known[0]), max(at, known[1])
-            self._hub_left[resource] = (left, at)
+            policy = (limit, window) if limit and window else (known[2] if known is not None else None)
+            self._hub_left[resource] = (left, at, policy)
 
     def _hub_wait(self, weight: int, now: float) -> float:
-        """Seconds until the Hub's quota, as last observed, has room for ``weight`` requests (0: it has)."""
-        self._hub_left = {r: (left, at) for r, (left, at) in self._hub_left.items() if at > now}
-        short = [at - now for left, at in self._hub_left.values() if left < weight]
+        """Seconds until the Hub's quota, as last observed, has room for ``weight`` requests (0: it has). Past a
+        reset, a quota whose policy is known starts a new window of that many requests (the Hub's window starts
+        no earlier than now: its answers then correct the reset); one whose policy is unknown is forgotten."""
+        quotas = {}
+        for resource, (left, at, policy) in self._hub_left.items():
+            if at > now:
+                quotas[resource] = (left, at, policy)
+            elif policy is not None:
+                quotas[resource] = (policy[0], now + min(policy[1], GATE_MAX_SLEEP), policy)
+        self._hub_left = quotas
+        short = [at - now for left, at, _ in quotas.values() if left < weight]
         return max(short, default=0.0)
 
     def _rate_wait(self, weight: int, now: float) -> float:
@@ -292,7 +304,7 @@ class Gate:
                     tickets = [next(self._tickets) for _ in range(weight)]
                     if self.rate is not None:
                         self._booked.update(dict.fromkeys(tickets[: self.rate[0]], math.inf))
-                    self._hub_left = {r: (n - weight, at) for r, (n, at) in self._hub_left.items()}
+                    self._hub_left = {r: (n - weight, at, policy) for r, (n, at, policy) in self._hub_left.items()}
                     self._in_flight += weight
                     self.sent += weight
                     return tickets
@@ -405,7 +417,8 @@ class Client:
         if self.scope is not None:
             info = _quota(headers)
             if info is not None:
-                self.scope.gate.observe(info.resource_type, info.remaining, info.reset_in_seconds)
+                self.scope.gate.observe(info.resource_type, info.remaining, info.reset_in_seconds,
+                                        getattr(info, "limit", None), getattr(info, "window_seconds", None))
 
     def _sleep(self, exc: BaseException, attempt: int) -> None:
         delay = _retry_after(exc)
