@@ -538,45 +538,51 @@ def _plans() -> tuple[str, dict[str, dict[str, Any]]]:
     """(root model, plans): for each model of the snapshot, how abstract() treats each field: the types whose
     values no rule tells apart, a nested model's name, a tuple of field validators whose passing values are
     alike (a plain string field), or exact."""
-    snapshot = load_snapshot(SNAPSHOT)
-    root = snapshot["models"][MODEL]
-    refs: dict[str, dict] = {}
+    root = load_snapshot(SNAPSHOT)["models"][MODEL]
+    planner = _Planner(root)
+    return planner.model(root), planner.plans
 
-    def collect(node: Any) -> None:
+
+class _Planner:
+    """Walks the snapshot's core schema once, building a plan per model (see ``_plans``)."""
+
+    def __init__(self, root: dict) -> None:
+        self.refs: dict[str, dict] = {}
+        self.plans: dict[str, dict[str, Any]] = {}
+        self._collect(root)
+
+    def _collect(self, node: Any) -> None:
         if isinstance(node, dict):
             if isinstance(node.get("ref"), str) and node.get("type") != "no-info":
-                refs[node["ref"]] = node
+                self.refs[node["ref"]] = node
             for value in node.values():
-                collect(value)
+                self._collect(value)
         elif isinstance(node, list):
             for value in node:
-                collect(value)
+                self._collect(value)
 
-    collect(root)
-    plans: dict[str, dict[str, Any]] = {}
-
-    def unwrap(node: dict) -> tuple[dict, list[str]]:
+    def unwrap(self, node: dict) -> tuple[dict, list[str]]:
         """The node under model-level wrappers (validators around a model, definitions), and their refs."""
         wrappers: list[str] = []
         while node["type"] in _WRAPPERS:
             if node["type"] == "definition-ref":
-                node = refs[node["schema_ref"]]
+                node = self.refs[node["schema_ref"]]
                 continue
             if node["type"] != "definitions":
                 wrappers.append(node["function"]["ref"])
             node = node["schema"]
         return node, wrappers
 
-    def model(node: dict) -> str | None:
+    def model(self, node: dict) -> str | None:
         """The model a schema node validates (its plan built on the way), or None when it is no model."""
-        node, wrappers = unwrap(node)
+        node, wrappers = self.unwrap(node)
         if node["type"] != "model":
             return None
         name = node["cls"]["class"]
-        if name in plans:
+        if name in self.plans:
             return name
         plan: dict[str, Any] = {}
-        plans[name] = plan
+        self.plans[name] = plan
         inner = node["schema"]
         while inner["type"] != "model-fields":
             wrappers.append(inner["function"]["ref"])
@@ -587,18 +593,19 @@ def _plans() -> tuple[str, dict[str, dict[str, Any]]]:
                 raise RulesError(f"{ref} wraps {name}, but MODEL_READS does not say what it reads")
             reads |= {path.partition(".")[0] for path in MODEL_READS[ref]}
         for field, spec in inner["fields"].items():
-            plan[field] = _EXACT if field in reads else how(spec["schema"])
+            plan[field] = _EXACT if field in reads else self.how(spec["schema"])
         return name
 
-    def how(node: dict) -> Any:
+    def how(self, node: dict) -> Any:
+        """How abstract() treats one field's values."""
         checks: list = []
         while node["type"] in ("default", "nullable", "function-after"):
             if node["type"] == "function-after":
-                if unwrap(node)[0]["type"] == "model":  # a validator of the model, not of this field
+                if self.unwrap(node)[0]["type"] == "model":  # a validator of the model, not of this field
                     break
                 checks.append(VALIDATORS[node["function"]["ref"]])
             node = node["schema"]
-        sub = model(node) if node["type"] in ("model", *_WRAPPERS) else None
+        sub = self.model(node) if node["type"] in ("model", *_WRAPPERS) else None
         if sub is not None:
             return _EXACT if checks else sub
         plain = set(node) == {"type"}
@@ -610,8 +617,6 @@ def _plans() -> tuple[str, dict[str, dict[str, Any]]]:
                 node["values_schema"] == {"type": "any"}:
             return (dict,)  # a TOML table's keys are strings: any table passes
         return _EXACT
-
-    return model(root), plans
 
 
 def abstract(config: Any) -> bytes | None:
@@ -864,6 +869,25 @@ def _dir_mark_program(prog: list) -> None:
 def compile_pattern(line: str) -> tuple[bool, list] | None:
     """GitIgnoreSpecPattern.pattern_to_regex (pathspec 1.1) for one line of a .harborignore: (include, program),
     or None for a line that does nothing. Raises ValueError (GitIgnorePatternError, a refusal) or IgnoreCrash."""
+    parsed = _pattern_segments(line)
+    if parsed is None:
+        return None
+    include, segs, is_dir = parsed
+    if segs == ["**"] or segs == ["**", "*"] or segs == ["**", "*", "**"]:  # pathspec's regex overrides
+        return include, _whole_pattern_program(segs, is_dir)
+    try:
+        prog = _segments_program(segs, is_dir)
+    except _Dropped:
+        return None
+    except ValueError as exc:
+        raise ValueError(f"Invalid git pattern: {line!r}") from exc
+    prog.append(("match",))
+    return include, [_compiled(op) for op in prog]
+
+
+def _pattern_segments(line: str) -> tuple[bool, list[str], bool] | None:
+    """pattern_to_regex's reading of a line: (include, path segments with ``**`` normalised, ends with a
+    slash), or None for a blank line, a comment or ``/``."""
     original, pattern = line, line
     if not pattern.endswith("\\ "):
         pattern = pattern.rstrip()
@@ -885,55 +909,58 @@ def compile_pattern(line: str) -> tuple[bool, list] | None:
     for i in range(len(segs) - 1, 0, -1):
         if segs[i - 1] == "**" and segs[i] == "**":
             del segs[i]
+    return include, segs, is_dir
+
+
+def _whole_pattern_program(segs: list[str], is_dir: bool) -> list:
+    """The regexes pathspec writes whole for ``**``, ``**/*`` and ``**/*/**``."""
     prog: list = []
-    if segs == ["**"] or segs == ["**", "*"] or segs == ["**", "*", "**"]:  # pathspec's regex overrides
-        if segs == ["**", "*"] or (segs == ["**"] and not is_dir):
-            prog.append(("char", _DOT))  # "."
-        elif is_dir:
-            _dir_mark_program(prog)  # "(?P<ps_d>/)"
-        else:
-            prog.append(("char", ("eq", "/")))  # "/"
-        prog.append(("match",))
-        return include, prog
+    if segs == ["**", "*"] or (segs == ["**"] and not is_dir):
+        prog.append(("char", _DOT))  # "."
+    elif is_dir:
+        _dir_mark_program(prog)  # "(?P<ps_d>/)"
+    else:
+        prog.append(("char", ("eq", "/")))  # "/"
+    prog.append(("match",))
+    return prog
+
+
+def _segments_program(segs: list[str], is_dir: bool) -> list:
+    """The program of pattern_to_regex's loop over the segments (without the final match)."""
+    prog: list = []
     end = len(segs) - 1
     need_slash = False
-    try:
-        for i, seg in enumerate(segs):
-            if seg == "**":
-                if i == 0:  # ^(?:.+/)?
-                    prog.append(("bol",))
-                    start = len(prog)
-                    prog += [("split", start + 1, start + 4), ("char", _DOT), ("split", start + 1, start + 3),
-                             ("char", ("eq", "/"))]
-                elif i < end:  # (?:/.+)?
-                    start = len(prog)
-                    prog += [("split", start + 1, start + 4), ("char", ("eq", "/")), ("char", _DOT),
-                             ("split", start + 2, start + 4)]
-                    need_slash = True
-                elif is_dir:
-                    _dir_mark_program(prog)
-                else:
-                    prog.append(("char", ("eq", "/")))
-                continue
-            if i == 0:
+    for i, seg in enumerate(segs):
+        if seg == "**":
+            if i == 0:  # ^(?:.+/)?
                 prog.append(("bol",))
-            if need_slash:
-                prog.append(("char", ("eq", "/")))
-            if seg == "*":  # [^/]+
-                prog += [("char", _NOT_SLASH), ("split", len(prog), len(prog) + 2)]
-            else:
-                _glob_program(seg, prog)
-            if i == end:  # (?:(?P<ps_d>/)|$)
                 start = len(prog)
-                prog += [("split", start + 1, start + 4), ("mark",), ("char", ("eq", "/")), ("jmp", start + 5),
-                         ("eol",)]
-            need_slash = True
-    except _Dropped:
-        return None
-    except ValueError as exc:
-        raise ValueError(f"Invalid git pattern: {original!r}") from exc
-    prog.append(("match",))
-    return include, [_compiled(op) for op in prog]
+                prog += [("split", start + 1, start + 4), ("char", _DOT), ("split", start + 1, start + 3),
+                         ("char", ("eq", "/"))]
+            elif i < end:  # (?:/.+)?
+                start = len(prog)
+                prog += [("split", start + 1, start + 4), ("char", ("eq", "/")), ("char", _DOT),
+                         ("split", start + 2, start + 4)]
+                need_slash = True
+            elif is_dir:
+                _dir_mark_program(prog)
+            else:
+                prog.append(("char", ("eq", "/")))
+            continue
+        if i == 0:
+            prog.append(("bol",))
+        if need_slash:
+            prog.append(("char", ("eq", "/")))
+        if seg == "*":  # [^/]+
+            prog += [("char", _NOT_SLASH), ("split", len(prog), len(prog) + 2)]
+        else:
+            _glob_program(seg, prog)
+        if i == end:  # (?:(?P<ps_d>/)|$)
+            start = len(prog)
+            prog += [("split", start + 1, start + 4), ("mark",), ("char", ("eq", "/")), ("jmp", start + 5),
+                     ("eol",)]
+        need_slash = True
+    return prog
 
 
 def _compiled(op: tuple) -> tuple:
