@@ -486,6 +486,7 @@ def test_rate_and_other_usage_errors_exit_2_before_any_request(fresh, tmp_path):
                         (["--webhook-payload", "-", "--author", "alice"], "--author cannot go with it"),
                         # given as the default is, still refused: the payload names the repo and its type
                         (["--webhook-payload", "-", "--jobs", "4"], "--jobs cannot go with it"),
+                        (["--webhook-payload", "-", "--limit", "0"], "--limit cannot go with it"),
                         (["--webhook-payload", "-", "--repo-type", "dataset"], "--repo-type cannot go with it")):
         code, out, err = cli(fresh, tmp_path, *args, stdin="{}")
         assert code == 2 and piece in err and err.count("\n") == 1, (args, err)
@@ -753,6 +754,57 @@ def test_an_answer_that_overtook_a_newer_one_never_raises_the_hubs_quota():
     assert gate.admit() == [] and time.monotonic() - started >= 0.4  # it waited for the reset, until stopped
     timer.join()
 
+
+
+def admitted_within(gate, seconds: float, weight: int = 1) -> float | None:
+    """How long ``gate.admit(weight)`` took, or None when it still waited after ``seconds`` (then stopped)."""
+    import threading
+
+    timer = threading.Timer(seconds, gate.stop.set)
+    timer.start()
+    started = time.monotonic()
+    tickets = gate.admit(weight)
+    took = time.monotonic() - started
+    timer.cancel()
+    return took if tickets else None
+
+
+def test_a_call_weighing_more_than_a_whole_window_goes_out_after_the_reset():
+    # a pull request's commit is 3 requests; the Hub's policy gives 2 a window: waiting for 3 would be forever
+    from envtag.hubclient import Gate
+
+    gate = Gate()
+    gate.observe("api", 0, 1, 2, 2)
+    took = admitted_within(gate, 5, weight=3)
+    assert took is not None and 0.9 <= took < 2.5
+
+
+def test_a_late_answer_from_the_window_before_does_not_throttle_the_new_one():
+    # an answer written as the old window ended (nothing left, reset now) read after the gate opened the new
+    # window of the policy's 500: it must not close the new window for its 300 seconds
+    from envtag.hubclient import Gate
+
+    gate = Gate()
+    gate.observe("api", 1, 1, 500, 300)
+    in_flight = gate.admit()
+    time.sleep(1.1)
+    assert admitted_within(gate, 2) is not None  # past the reset: the new window's 500
+    gate.observe("api", 0, 0, 500, 300)  # the late answer to the request sent in the old window
+    gate.release(in_flight)
+    assert admitted_within(gate, 2) is not None
+
+
+def test_the_hubs_first_answer_in_a_window_the_gate_opened_sets_its_reset():
+    # the gate guessed the new window ends a window from now; the Hub says sooner (its windows are on the clock):
+    # its word holds, so the jobs do not wait longer than the Hub asks
+    from envtag.hubclient import Gate
+
+    gate = Gate()
+    gate.observe("api", 0, 1, 2, 10)
+    assert admitted_within(gate, 3) is not None and admitted_within(gate, 1) is not None  # the new window's 2
+    gate.observe("api", 0, 2, 2, 10)  # the Hub: nothing left, the window resets in 2 s (not the 10 guessed)
+    took = admitted_within(gate, 6)
+    assert took is not None and took < 3.5
 
 def test_a_listing_item_without_a_sha_whose_files_signal_nothing_costs_no_request(fresh, monkeypatch):
     fresh.create_repo("alice/plain", files=ordinary("plain", 0))

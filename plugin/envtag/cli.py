@@ -509,8 +509,8 @@ def cmd_webhook(args: argparse.Namespace) -> int:
     from .discovery import parse_webhook, read_webhook, reported
 
     others = [flag for flag, value in (("--tag", args.tag), ("--author", args.author), ("--search", args.search),
-                                       ("--limit", args.limit), ("--state", args.state), ("--prune", args.prune),
-                                       ("--discover", args.discover), ("--rate", args.rate),
+                                       ("--limit", args.limit is not None), ("--state", args.state),
+                                       ("--prune", args.prune), ("--discover", args.discover), ("--rate", args.rate),
                                        ("--native-only", args.native_only), ("--jobs", args.jobs is not None),
                                        ("--repo-type", args.repo_type)) if value]
     if others:

@@ -24,6 +24,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from urllib.parse import quote
 
@@ -205,6 +206,19 @@ def explain(exc: BaseException, what: str, repo: str) -> HubError:
     return HubError(f"{where}: {type(exc).__name__}: {exc}", status)
 
 
+@dataclass
+class Quota:
+    """The Hub's quota of one resource, as its answers said: requests ``left`` until ``at`` (monotonic time), the
+    ``policy`` (requests, seconds) of its windows when said. ``after``: answers saying the window resets before
+    then were written in an earlier window. ``guessed``: a window the gate opened at a reset, not yet answered."""
+
+    left: int
+    at: float
+    policy: tuple[int, float] | None = None
+    after: float = -math.inf
+    guessed: bool = False
+
+
 class Gate:
     """What the clients of one job (``envtag audit``'s workers) share: one backoff, because the Hub's rate
     limit is per token, not per request: when one client is answered 429 (or an answer says the window has no
@@ -224,10 +238,10 @@ class Gate:
         # window of the Hub's can see more than N of them
         self._booked: dict[int, float] = {}
         self._tickets = itertools.count()
-        # the Hub's own quota, as its RateLimit headers last said: resource -> (requests left, when it resets);
-        # requests in flight when an answer was written may not have reached the Hub yet, so they are taken off
+        # the Hub's own quota, as its RateLimit headers last said, per resource; requests in flight when an
+        # answer was written may not have reached the Hub yet, so they are taken off
         self._in_flight = 0
-        self._hub_left: dict[str, tuple[int, float]] = {}
+        self._hub_left: dict[str, Quota] = {}
 
     def hold(self, seconds: float) -> None:
         """Close the gate for ``seconds`` from now (an earlier, longer hold stands)."""
@@ -258,26 +272,35 @@ class Gate:
             now = time.monotonic()
             others = max(self._in_flight - 1, 0)
             left, at = max(remaining - others, 0), now + min(max(reset_in, 0.0), GATE_MAX_SLEEP)
+            policy = (limit, window) if limit and window else None
             known = self._hub_left.get(resource)
-            if known is not None and now < known[1] and at <= known[1] + 1.0:
-                # the same window (its reset is said in whole seconds): answers overtake each other across
-                # jobs, so an older one, saying more is left, never raises what a newer one said
-                left, at = min(left, known[0]), max(at, known[1])
-            policy = (limit, window) if limit and window else (known[2] if known is not None else None)
-            self._hub_left[resource] = (left, at, policy)
+            if known is not None:
+                policy = policy or known.policy
+                if at <= known.after + 1.0:  # written in the window before (its reset said in whole seconds)
+                    return
+                if known.guessed:  # the first word on a window the gate opened itself: the Hub's reset holds
+                    left = min(left, known.left)
+                elif now < known.at and at <= known.at + 1.0:
+                    # the same window: answers overtake each other across jobs, so an older one, saying more
+                    # is left, never raises what a newer one said
+                    left, at = min(left, known.left), max(at, known.at)
+            self._hub_left[resource] = Quota(left, at, policy)
 
     def _hub_wait(self, weight: int, now: float) -> float:
-        """Seconds until the Hub's quota, as last observed, has room for ``weight`` requests (0: it has). Past a
-        reset, a quota whose policy is known starts a new window of that many requests (the Hub's window starts
-        no earlier than now: its answers then correct the reset); one whose policy is unknown is forgotten."""
-        quotas = {}
-        for resource, (left, at, policy) in self._hub_left.items():
-            if at > now:
-                quotas[resource] = (left, at, policy)
-            elif policy is not None:
-                quotas[resource] = (policy[0], now + min(policy[1], GATE_MAX_SLEEP), policy)
+        """Seconds until the Hub's quota, as last observed, has room for ``weight`` requests (0: it has; a
+        call weighing more than a whole window asks only for a whole window). Past a reset, a quota whose
+        policy is known starts a new window of that many requests, ending no earlier than a window from now
+        (its first answer then says when); one whose policy is unknown is forgotten."""
+        quotas: dict[str, Quota] = {}
+        for resource, quota in self._hub_left.items():
+            if quota.at > now:
+                quotas[resource] = quota
+            elif quota.policy is not None:
+                limit, window = quota.policy
+                quotas[resource] = Quota(limit, now + min(window, GATE_MAX_SLEEP), quota.policy, after=quota.at,
+                                         guessed=True)
         self._hub_left = quotas
-        short = [at - now for left, at, _ in quotas.values() if left < weight]
+        short = [q.at - now for q in quotas.values() if q.left < min(weight, q.policy[0] if q.policy else weight)]
         return max(short, default=0.0)
 
     def _rate_wait(self, weight: int, now: float) -> float:
@@ -304,7 +327,8 @@ class Gate:
                     tickets = [next(self._tickets) for _ in range(weight)]
                     if self.rate is not None:
                         self._booked.update(dict.fromkeys(tickets[: self.rate[0]], math.inf))
-                    self._hub_left = {r: (n - weight, at, policy) for r, (n, at, policy) in self._hub_left.items()}
+                    for quota in self._hub_left.values():
+                        quota.left -= weight
                     self._in_flight += weight
                     self.sent += weight
                     return tickets
