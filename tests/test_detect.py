@@ -139,3 +139,29 @@ def test_an_empty_environment_folder_is_read_but_reported(tmp_path):
     assert report.framework("harbor").tasks == 4
     assert [(p.path, p.framework) for p in report.problems] == [("tasks/b/environment", "harbor")]
     assert "git and the Hub keep no empty folder" in report.problems[0].message
+
+
+def test_a_config_given_to_detect_replaces_the_repos_own(tmp_path):
+    """``detect(path, config=...)``: the caller's config is the one applied, its skip included; the repo's own
+    ``[tool.envtag] skip`` no longer hides anything (a repo must not hide files from a caller who decided)."""
+    from envtag.config import Config
+
+    folder = build(tmp_path / "ts", {**harbor_tasks("tasks", ["a", "b"]),
+                                     "pyproject.toml": '[tool.envtag]\nskip = ["tasks/b"]\n'})
+    assert detect(folder).framework("harbor").tasks == 1  # the repo's own skip
+    assert detect(folder, config=Config()).framework("harbor").tasks == 2
+    narrowed = detect(folder, config=Config(skip=["tasks/a"]))
+    assert narrowed.framework("harbor").tasks == 1 and narrowed.framework("harbor").roots == ["tasks"]
+
+
+def test_a_skip_pattern_keeps_harbors_link_check(tmp_path):
+    """A link in a task that ends outside the task: Harbor refuses the task, whether or not a skip pattern
+    narrows the folder (the narrowed tree carries the folder's links)."""
+    files = {**harbor_tasks("tasks", ["t1", "t2"]), "shared/x.txt": "data\n",
+             "tasks/t1/tests/x.txt": ("symlink", "../../../shared/x.txt")}
+    plain = detect(build(tmp_path / "plain", files))
+    skipped = detect(build(tmp_path / "skip", {**files, "pyproject.toml": '[tool.envtag]\nskip = ["nothing"]\n'}))
+    for report in (plain, skipped):
+        assert report.framework("harbor").tasks == 1
+        assert any(p.path.startswith("tasks/t1") and "within the task" in p.message for p in report.problems), \
+            report.problems

@@ -88,7 +88,7 @@ def detect(source: str | os.PathLike | Tree, *, native_only: bool | None = None,
         if config is None:
             config = load_config(tree)
     else:
-        tree, found = open_source(source, rev=rev, include=wanted or (), skip=True)
+        tree, found = open_source(source, rev=rev, include=wanted or (), skip=config is None)  # else the caller's
         config = config if config is not None else found
     if config.skip and not tree.skip:
         tree = NarrowedTree(tree, config.skip)

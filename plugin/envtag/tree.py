@@ -43,9 +43,10 @@ class Tree:
     ``open(path)``, ``prefetch(paths)`` (a hint: remote sources fetch them in parallel).
     What the source could not take as given: ``left_out`` ((path, why) the file set leaves out), ``unreadable``
     (paths that could not be read or named), ``notes`` (rules that could not be applied), ``git_error`` (git's
-    ignore rules not applied: an upload must refuse). Its shape: ``name``, ``full_reads`` (False for remote
-    sources: detectors read heads and a ``sample_limit`` of marker files), ``fork_safe``. Life: ``close()``
-    (also ``with tree:``), ``after_fork()``.
+    ignore rules not applied: an upload must refuse), ``links`` (a link of the set -> the file of the set it
+    ends at: a folder's links, which a loader on disk follows and may refuse). Its shape: ``name``,
+    ``full_reads`` (False for remote sources: detectors read heads and a ``sample_limit`` of marker files),
+    ``fork_safe``. Life: ``close()`` (also ``with tree:``), ``after_fork()``.
 
     Subclasses fill ``_files`` and ``_dirs`` (repo-relative POSIX paths) once, and give ``size`` and ``_read``.
     """
@@ -66,6 +67,7 @@ class Tree:
         self.left_out: list[tuple[str, str]] = []  # (path, why) the file set leaves out; folders end with "/"
         self.notes: list[str] = []  # what the source could not apply (git's ignore rules without git...)
         self.unreadable: list[str] = []  # paths that could not be read (permissions, unusable names, refused)
+        self.links: dict[str, str] = {}  # a link of the set -> the file of the set it ends at (a folder's links)
 
     # -- listing -----------------------------------------------------------------------------
     def skipped(self, path: str) -> bool:
@@ -187,7 +189,11 @@ class NarrowedTree(Tree):
         self._files = {p for p in inner.files() if not self.skipped(p)}
         if keep is None:
             self._dirs = {d for d in inner.folders() if d == "." or not self.skipped(d)}
-            return
+        else:
+            self._narrow_to(keep)
+        self.links = {path: target for path, target in inner.links.items() if path in self._files}
+
+    def _narrow_to(self, keep: Iterable[str]) -> None:
         self._files &= set(keep)
         self.unreadable = []
         for path in self._files:
@@ -355,7 +361,6 @@ class LocalTree(Tree):
             raise TreeError(f"{root}: not a folder" if os.path.exists(root) else f"{root}: no such folder")
         super().__init__(root, skip)
         self.root = os.path.realpath(root)
-        self.links: dict[str, str] = {}  # a link in the set -> the file it ends at (repo-relative)
         self._content_dirs: set[str] = set()  # folders holding more than folders (see holds_files)
         self._holding: set[str] | None = None  # those and their ancestors, built on the first holds_files
         from . import fileset

@@ -208,7 +208,7 @@ def stage(source: Tree, paths: Iterable[str], *, lfs_store: str | None = None) -
 def _open_source(source: Tree, rel: str, local: bool, root_fd: int | None) -> BinaryIO:
     if not local:
         return source.open(rel)
-    target = source.links.get(rel, rel)  # type: ignore[attr-defined] - a LocalTree's links
+    target = source.links.get(rel, rel)  # a folder's link: the file it ends at
     return os.fdopen(open_beneath(source.root, target, root_fd), "rb")  # type: ignore[attr-defined]
 
 

@@ -407,7 +407,7 @@ def _task_inputs(tree: Tree, task_dirs: list[str]) -> tuple[dict[str, dict[str, 
         if owner is not None:
             ignores.add(owner)
     links: dict[str, dict[str, str | None]] = {}
-    for path, target in (getattr(tree, "links", None) or {}).items():  # a LocalTree's links to files
+    for path, target in tree.links.items():  # a folder's links to files
         owner = _owner(path, dirs)
         if owner is None:
             continue
