@@ -209,3 +209,26 @@ def test_a_misspelt_allow_list_name_is_reported(plugin_site):
     result = _envtag(plugin_site, "frameworks", env={"ENVTAG_PLUGINS": "minarri"})
     assert "ENVTAG_PLUGINS names 'minarri', but no installed plugin has that name" in result.stderr
     assert "minari" in result.stderr  # the installed names, to pick from
+
+
+def test_each_plugin_distribution_is_known_with_its_version(tmp_path, monkeypatch):
+    """What ``audit --state`` keys a verdict on: an upgraded plugin judges again, also one installed in
+    development mode, whose egg-info folder's name carries no version (its PKG-INFO does)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    plugin = "from envtag import hookimpl\n\n@hookimpl\ndef register_frameworks(register):\n    pass\n"
+    for dist, module in (("dev_plugin.egg-info", "envtag_dev_plugin"), ("released_plugin-1.3.dist-info",
+                                                                          "envtag_released_plugin")):
+        (site / dist).mkdir()
+        (site / dist / "entry_points.txt").write_text(f"[envtag]\n{module.removeprefix('envtag_')} = {module}\n")
+        (site / f"{module}.py").write_text(plugin)
+    (site / "dev_plugin.egg-info" / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: dev-plugin\nVersion: 2.0\n")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ENVTAG_PLUGINS", raising=False)
+    pm, errors = make_plugin_manager()
+    registry = build_registry(pm, errors)
+    assert registry.distributions == {"dev_plugin": "dev_plugin-2.0", "released_plugin": "released_plugin-1.3"}
+    (site / "dev_plugin.egg-info" / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: dev-plugin\nVersion: 2.1\n")
+    pm, errors = make_plugin_manager()
+    assert build_registry(pm, errors).distributions["dev_plugin"] == "dev_plugin-2.1"

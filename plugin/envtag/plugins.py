@@ -170,11 +170,30 @@ def _entry_points(errors: list[str]) -> list[EntryPoint]:
                 continue
             if header in text:
                 try:
-                    found.extend(_parse_group(text, name.rsplit(".", 1)[0]))
+                    found.extend(_parse_group(text, _distribution(folder, name)))
                 except configparser.Error as exc:  # a broken distribution must not take the tool down
                     errors.append(f"{name}/entry_points.txt is malformed ({type(exc).__name__}); "
                                   "its envtag plugins are skipped")
     return found
+
+
+def _distribution(folder: str, name: str) -> str:
+    """A plugin distribution's name and version, as the state file records them (an upgrade judges again):
+    from the folder's name (``my_plugin-1.2.dist-info``), or for an egg-info folder without a version in its
+    name (``setup.py develop``) from its PKG-INFO."""
+    label = name.rsplit(".", 1)[0]
+    if "-" in label:
+        return label
+    try:
+        with open(os.path.join(folder, name, "PKG-INFO"), encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("Version:"):
+                    return f"{label}-{line.partition(':')[2].strip()}"
+                if not line.strip():  # the headers end here
+                    break
+    except OSError:
+        pass
+    return label
 
 
 def _parse_group(text: str, dist: str = "") -> list[EntryPoint]:
