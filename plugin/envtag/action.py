@@ -39,6 +39,7 @@ from typing import Any
 from actions_toolkit import core
 from actions_toolkit.command import issue_command
 
+from . import parallel
 from .errors import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -49,6 +50,9 @@ from .errors import (
     error_title,
     exit_code,
 )
+from .hub import push_to_hub, summarise_left_out, tag_hub_repo
+from .render import fix_command, human, markdown, md_code, md_link, md_text, on_endpoint, safe_text, visible
+from .tagging import plan_folder
 
 MODES = ("check", "push", "tag")
 REPO_TYPES = ("dataset", "space")
@@ -122,7 +126,6 @@ def annotate(kind: str, message: str, *, file: str | None = None, line: int | No
              title: str | None = None) -> None:
     """``::error file=F,line=N::message`` through actions-toolkit's escaping, without empty properties.
     The message is ``visible``: a control character in a file name or Hub answer is shown, not obeyed."""
-    from .render import visible
 
     properties: dict[str, Any] = {}
     if title:
@@ -136,7 +139,6 @@ def annotate(kind: str, message: str, *, file: str | None = None, line: int | No
 
 def say(text: str = "") -> None:
     """Print a line (or lines) that may carry untrusted text: ``render.safe_text``."""
-    from .render import safe_text
 
     print(safe_text(text))
 
@@ -191,7 +193,6 @@ def tags_line(card: str | None) -> int:
 def _diff_block(plan, path: str = "README.md") -> str:
     import dataclasses
 
-    from .render import visible
 
     diff = dataclasses.replace(plan, path=path).diff()  # repo-relative names in the diff header
     if not diff:
@@ -205,8 +206,6 @@ def _diff_block(plan, path: str = "README.md") -> str:
 
 
 def run_check(inputs: Inputs, folder: str) -> Outcome:
-    from .render import human, md_code, md_text
-    from .tagging import plan_folder
 
     rev = inputs.git_rev or inputs.revision
     report, plan = plan_folder(folder, native_only=inputs.native_only or None, prune=inputs.prune, rev=rev)
@@ -219,7 +218,6 @@ def run_check(inputs: Inputs, folder: str) -> Outcome:
         outcome.notes.append(("notice", f"envtag: no RL-environment taskset found in {inputs.path}", {}))
     elif plan.changed:
         what = plan.summary()
-        from .render import fix_command
 
         fix = fix_command(inputs.path, prune=inputs.prune, native_only=inputs.native_only)
         message = f"{card} is out of date: {what}. Run `{fix}` and commit the card."
@@ -236,8 +234,6 @@ def run_check(inputs: Inputs, folder: str) -> Outcome:
 
 
 def run_push(inputs: Inputs, folder: str) -> Outcome:
-    from .hub import push_to_hub, summarise_left_out
-    from .render import human, md_code, md_link, md_text
 
     result = push_to_hub(folder, inputs.repo_id, repo_type=inputs.repo_type, revision=inputs.revision,
                          create_pr=inputs.create_pr, private=False, commit_message=inputs.commit_message,
@@ -274,8 +270,6 @@ def run_push(inputs: Inputs, folder: str) -> Outcome:
 
 
 def run_tag(inputs: Inputs) -> Outcome:
-    from .hub import tag_hub_repo
-    from .render import human, md_code, md_link, md_text
 
     kwargs: dict[str, Any] = {}
     if inputs.commit_message:
@@ -322,7 +316,6 @@ def report_problems(report, folder: str | None) -> None:
 def set_outputs(outcome: Outcome) -> None:
     """The outputs; a URL the Hub answered is passed on only when it is on the endpoint (``on_endpoint``):
     a later step may put it in a script."""
-    from .render import on_endpoint
 
     report = outcome.report
     endpoint = hub_endpoint()
@@ -341,7 +334,6 @@ def write_summary(inputs: Inputs, outcome: Outcome) -> None:
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if not path:
         return
-    from .render import markdown
 
     text = markdown(outcome.report) + "\n" + outcome.summary.rstrip("\n") + "\n"
     with open(path, "a", encoding="utf-8", newline="") as handle:
@@ -365,7 +357,6 @@ def main() -> int:
     os.environ.setdefault("HF_HUB_VERBOSITY", "error")  # as the CLI: envtag says what went wrong, once
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no carriage returns in the log
     mask_token()
-    from . import parallel
 
     try:
         inputs = Inputs.read()

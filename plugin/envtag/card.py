@@ -18,16 +18,14 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from .errors import CardError, FileTooLarge, OutsideFile
 from .model import RL_TAG, Report, bare_tag
 from .parsing import YamlRefused, parse_yaml, utf8_error
-
-if TYPE_CHECKING:
-    from .tree import Tree
+from .tree import Tree, check_inside, read_inside
 
 __all__ = [
     "CARD_CAP",
@@ -76,7 +74,6 @@ def read_card(path: str | os.PathLike[str]) -> str | None:
     envtag never reads, a FIFO or device, or one over CARD_CAP raises CardError and is never opened or read
     whole. Decoded strictly as UTF-8 without newline translation, so a BOM and CRLF survive the round trip.
     """
-    from .tree import read_inside
 
     folder, name = os.path.split(os.path.abspath(path))
     try:
@@ -94,7 +91,6 @@ def check_card(path: str | os.PathLike[str]) -> None:
     """Refuse, before any walk and without reading it, a card that links out of its folder or to a file envtag
     never reads, or that is a FIFO, a device or a folder (CardError); the card is then read once, as a file of
     the taskset."""
-    from .tree import check_inside
 
     folder, name = os.path.split(os.path.abspath(path))
     if os.path.isdir(path) and not os.path.islink(path):

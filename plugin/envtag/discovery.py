@@ -32,6 +32,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .card import card_tags, plan_card, read_tree_card
 from .config import Config
 from .engine import detect
 from .errors import EnvtagError, HubError, StateError, UsageError
@@ -39,6 +40,7 @@ from .hub import CARD, TagResult, check_repo_id, outside_selection, propose, rea
 from .hubclient import Client, Gate, Scope, scoped
 from .hubtree import HubTree, safe_path
 from .model import RL_TAG, Report, bare_tag, is_commit_sha
+from .plugins import get_registry
 from .tree import basename
 from .verdicts import (
     REPO_BUDGET,
@@ -198,7 +200,6 @@ def discover(*, author: str | None = None, search: str | None = None, repo_type:
     (never a second one while envtag's is open). ``rate``: at most N requests in any window (``"1000/5m"``),
     across every worker, listing pages included.
     """
-    from .plugins import get_registry
 
     if repo_type not in ("dataset", "space"):
         raise ValueError(f"repo_type must be 'dataset' or 'space', not {repo_type!r}")
@@ -417,7 +418,6 @@ def _propose_tags(tree: HubTree, report: Report, result: AuditResult, config_tag
     """Read the card, judge again on the tags it really carries (the listing's card data may lag), and propose
     the missing tags as envtag's pull request (none while envtag's is open). Sets ``result.pr_url`` or, when
     that failed, ``result.error``; returns "stopped" when the scan was stopped meanwhile."""
-    from .card import card_tags, plan_card, read_tree_card
 
     try:
         before = read_tree_card(tree, f"hf://{tree.repo_id}/{CARD}")

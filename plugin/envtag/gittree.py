@@ -22,6 +22,8 @@ from operator import itemgetter
 from typing import Any, BinaryIO
 
 from . import gitrun
+from .fileset import BAD_NAME, LINK, filter_folders, filter_listing
+from .gitrun import in_work_tree
 from .tree import MAX_READ, FileTooLarge, Tree, TreeError
 
 MODE_LINK = "120000"  # a symlink: its blob is the link text
@@ -45,7 +47,6 @@ def _discover(folder: str) -> tuple[str, str, str | None, str]:
     ``folder``, as git finds it (with safe.bareRepository=explicit). A bare repository is used only when it is
     the folder itself and the folder lies in no work tree: one laid out inside a work tree (a pull request can
     plant HEAD, config and objects/ in a subfolder) is refused."""
-    from .gitrun import in_work_tree
 
     args = ["rev-parse", "--absolute-git-dir", "--git-common-dir", "--is-bare-repository", "--show-prefix",
             "--show-cdup"]
@@ -184,7 +185,6 @@ class GitTree(Tree):
 
     def _list(self, links: list[str], submodules: list[str], folders: set[str]) -> None:
         """Apply the file set (fileset.py) to the listing; a submodule is an empty folder."""
-        from .fileset import BAD_NAME, LINK, filter_folders, filter_listing
 
         folders = _with_ancestors(folders)
         clash = folders.intersection(self._entries)  # "README.md" and "README.md/x": no checkout holds both

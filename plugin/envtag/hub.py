@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import fileset
 from .card import CARD_CAP, CardError, CardPlan, check_card, decode_card, plan_card, read_tree_card
 from .config import Config, ConfigError
 from .engine import detect, file_paths, load_config, open_source
@@ -21,7 +22,7 @@ from .hubclient import Client, HubError
 from .hubtree import HubTree
 from .model import Report, bare_tag
 from .oids import blob_id
-from .sources import is_hub_address, parse_hub_url
+from .sources import URL_PREFIX, is_hub_address, parse_hub_url
 from .tree import OverlayTree, Tree, TreeError
 from .upload import check_folder, stage
 
@@ -132,7 +133,6 @@ class _UploadSet:
     it. ``left_out`` is what the file set left out, for the report."""
 
     def __init__(self, folder: str, rev: str | None):
-        from . import fileset
 
         source, _ = open_source(folder, rev=rev)  # the staged copy's own config is the one judged
         store = os.path.join(source.common_dir, "lfs", "objects") if rev is not None else None  # type: ignore
@@ -402,7 +402,6 @@ def envtag_pull_requests(client: Client, repo_id: str, repo_type: str = "dataset
 
 def pr_url(client: Client, repo_id: str, repo_type: str, num: int) -> str:
     """The web address of a pull request, built from the endpoint (never taken from an answer)."""
-    from .sources import URL_PREFIX
 
     return f"{client.endpoint}/{URL_PREFIX.get(repo_type, '')}{repo_id}/discussions/{num}"
 

@@ -15,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 from urllib.parse import quote
 
+from . import hubclient
+from .fileset import filter_folders, filter_listing
 from .model import is_commit_sha
 from .sources import REPO_TYPES, URL_PREFIX, parse_hub_url  # noqa: F401 - re-exported
 from .tree import MAX_READ, FileTooLarge, Tree
@@ -56,7 +58,6 @@ class HubTree(Tree):
     def __init__(self, repo_id: str, repo_type: str = "dataset", revision: str | None = None, *,
                  skip: Iterable[str] = (), token: str | None = None, endpoint: str | None = None,
                  progress: bool | None = None, sha: str | None = None):
-        from . import hubclient
 
         self.repo_id, self.repo_type = repo_id, repo_type
         self.requested_revision = revision
@@ -123,7 +124,6 @@ class HubTree(Tree):
     def _apply_file_set(self) -> None:
         """The file set's rules (fileset.py), as for a folder: dot-directories, environments, caches,
         credential files. What is left out is never read."""
-        from .fileset import filter_folders, filter_listing
 
         kept, self.left_out = filter_listing(self._files)
         if len(kept) == len(self._files):

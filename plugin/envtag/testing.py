@@ -21,7 +21,7 @@ from typing import Any
 from .engine import detect
 from .errors import EnvtagError
 from .model import Report
-from .plugins import Registry, build_registry, make_plugin_manager
+from .plugins import Registry, build_registry, drop_unknown_hooks, make_plugin_manager
 from .tree import MemoryTree, Tree
 
 __all__ = ["PluginError", "detect_with", "envtag_detect", "registry_with", "tree"]
@@ -38,7 +38,6 @@ def registry_with(*plugins: Any, builtins: bool = True) -> Registry:
     """A registry of these plugins (modules or objects with ``@hookimpl`` functions), registered as
     third-party plugins are, with the built-ins unless ``builtins=False``; installed entry points are
     ignored. Registration errors (a misspelt hook, a bad ``native``) end up in ``Registry.errors``."""
-    from .plugins import drop_unknown_hooks
 
     pm, errors = make_plugin_manager(third_party=False)
     if not builtins:

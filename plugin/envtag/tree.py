@@ -15,7 +15,10 @@ from collections.abc import Iterable, Iterator
 from itertools import compress, repeat
 from typing import Any, BinaryIO
 
+from . import fileset
 from .errors import FileTooLarge, OutsideFile, TreeError
+from .fileset import IGNORED, SECRET, Below, ForceInclude, filter_listing
+from .gitrun import GitIgnored
 
 MAX_READ = 1024 * 1024  # cap on any marker file read (task.toml, openenv.yaml, pyproject.toml, sources)
 
@@ -280,7 +283,6 @@ class MemoryTree(Tree):
     tests. The file set's rules apply to the paths as to any listing."""
 
     def __init__(self, files: dict[str, bytes], name: str = "<memory>", skip: Iterable[str] = ()):
-        from .fileset import filter_listing
 
         super().__init__(name, skip)
         kept, self.left_out = filter_listing(p for p in files if not (self.skip and self.skipped(p)))
@@ -303,7 +305,6 @@ def check_inside(folder: str | os.PathLike, name: str) -> str | None:
     """Where a top-level file of ``folder`` (``pyproject.toml``, ``README.md``) really is, checked before any walk
     and without opening it: None when absent; OutsideFile when it links out of the folder, into a part of it the
     file set leaves out (a credential file, a dot-directory), or is not a regular file."""
-    from .fileset import filter_listing
 
     root = os.path.realpath(folder)
     full = os.path.join(root, name)
@@ -363,9 +364,6 @@ class LocalTree(Tree):
         self.root = os.path.realpath(root)
         self._content_dirs: set[str] = set()  # folders holding more than folders (see holds_files)
         self._holding: set[str] | None = None  # those and their ancestors, built on the first holds_files
-        from . import fileset
-        from .fileset import ForceInclude
-        from .gitrun import GitIgnored
 
         # git lists what it ignores while this process walks (two cores, two walks at once)
         ignored = GitIgnored(self.root) if git_rules else None
@@ -393,7 +391,6 @@ class LocalTree(Tree):
     def _walk(self) -> list[tuple[str, str]]:
         """Fill the listing by the file set's own rules (everything but git's); return the links found,
         (path, full path), for ``_resolve_links`` once the whole set is known."""
-        from . import fileset
 
         files, dirs, left_out, unreadable = self._files, self._dirs, self.left_out, self.unreadable
         by_name: dict[str, list[str]] = {}
@@ -480,7 +477,6 @@ class LocalTree(Tree):
     def _drop_ignored(self, ignored: frozenset[str], force: Any, links: list[tuple[str, str]]) -> None:
         """Leave out what git ignores (files, and folders with a trailing slash, as ``git ls-files``
         names them), but what ``force-include`` names. Whole-list operations: no Python call per file."""
-        from .fileset import IGNORED, Below
 
         folders = tuple(sorted(p for p in ignored if p.endswith("/")))
         below = Below(folders)
@@ -512,7 +508,6 @@ class LocalTree(Tree):
         """A file that is the same file as a credential file left out (a hard link: ``notes.txt`` and ``.env``
         sharing an inode) is a credential file too. Only when a left-out credential has several links is
         anything else looked at."""
-        from .fileset import SECRET
 
         shared = set()
         for path, reason in self.left_out:
@@ -538,7 +533,6 @@ class LocalTree(Tree):
     def _resolve_links(self, links: list[tuple[str, str]]) -> None:
         """Keep a link when it ends at a regular file that is itself in the set: exclusions apply to the
         target as well as to the name (``notes.txt -> .env`` is a credential file, not notes)."""
-        from . import fileset
 
         root_prefix = self.root + os.sep
         regular = set(self._files) if links else set()  # links are judged against real files only

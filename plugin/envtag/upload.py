@@ -23,6 +23,7 @@ from typing import BinaryIO
 
 from .errors import TreeError, UploadError
 from .oids import CHUNK, blob_hasher
+from .render import visible
 from .tree import LocalTree, Tree, open_regular
 
 CARD = "README.md"
@@ -266,7 +267,6 @@ def _resolve_pointer(pointer: tuple[str, int], store: str | None, target: str, r
 
 
 def _few(items: list[str], shown: int = 5) -> str:
-    from .render import visible
 
     text = ", ".join(visible(item) for item in items[:shown])
     return text + (f" and {len(items) - shown} more" if len(items) > shown else "")

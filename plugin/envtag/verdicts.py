@@ -12,14 +12,12 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import EnvtagError, HubError, StateError
-from .model import NEEDS_FIX, RL_TAG, bare_tag
+from .model import NEEDS_FIX, RL_TAG, Report, bare_tag
+from .plugins import get_registry
 from .version import __version__
-
-if TYPE_CHECKING:
-    from .model import Report
 
 __all__ = ["REPO_ATTEMPTS", "REPO_BUDGET", "AuditResult", "StateFile", "attempt_repo", "judge", "parse_rate",
            "reusable_verdict", "verdict_key", "wants_pr"]
@@ -71,7 +69,6 @@ class AuditResult:
 def judge(report: Report, card_tags: Iterable[str], *, repo: str, repo_type: str = "dataset",
           sha: str | None = None, config_tags: dict[str, str] | None = None) -> AuditResult:
     """The verdict of a repo from its detection report and the tags its card carries."""
-    from .plugins import get_registry
 
     written = list(card_tags)
     bare = list(dict.fromkeys(bare_tag(tag) for tag in written))
@@ -253,7 +250,6 @@ def parse_rate(text: str) -> tuple[int, float]:
 
 
 def verdict_key(native_only: bool | None) -> str:
-    from .plugins import get_registry
 
     registry = get_registry()
     plugins = ",".join(f"{name}={dist}" for name, dist in sorted(registry.distributions.items()))

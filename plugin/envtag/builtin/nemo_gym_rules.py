@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from envtag.sdk import FieldError, ModelRules, load_snapshot
+from envtag.sdk import FieldError, ModelRules, load_snapshot, short_repr
 
 NEWEST = "0.7"  # the release whose verdict decides the tag
 RELEASES = ("0.7", "0.4")
@@ -432,6 +432,5 @@ def describe(errors: list[FieldError], release: str = NEWEST) -> str:
 
 
 def _quote(key: Any) -> str:
-    from envtag.sdk import short_repr
 
     return short_repr(key)
