@@ -1,9 +1,11 @@
-"""The house's structure (issue 17): no module reaches into another's private names, and the modules' imports
-form no cycle, so a maintainer can read the package layer by layer."""
+"""The house's structure (issue 17): no module reaches into another's private names, the modules' imports form
+no cycle, and docs/house.md names every module on its floor, so a maintainer can read the package layer by
+layer."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "plugin" / "envtag"
@@ -114,3 +116,11 @@ def test_the_house_has_at_most_nine_floors():
     assert top <= 9, sorted(floor.items(), key=lambda item: -item[1])
     for ground in ("envtag.errors", "envtag.model", "envtag.fileset", "envtag.gitrun", "envtag.oids"):
         assert floor[ground] == 1, (ground, all_imports()[ground])  # what everything else stands on
+
+
+def test_docs_house_lists_every_module_on_its_floor():
+    """docs/house.md's table: one row per module (the package face aside), with the floor the imports give it."""
+    doc = (PACKAGE.parent.parent / "docs" / "house.md").read_text(encoding="utf-8")
+    rows = {f"envtag.{path.removesuffix('.py').replace('/', '.')}".removesuffix(".__init__"): int(floor)
+            for floor, path in re.findall(r"^\| (\d+) \| `([\w/]+\.py)` \|", doc, re.MULTILINE)}
+    assert rows == floors(all_imports())

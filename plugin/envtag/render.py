@@ -1,4 +1,5 @@
-"""Human-readable renderings of a Report: terminal text and a Markdown table (job summaries).
+"""Everything envtag prints: renderings of a Report (terminal text, a Markdown table for job summaries), audit
+lines, and the terminal lines of the commands (``say``, ``print_json``, the card's outcome).
 
 Every string here may carry untrusted text (file and task names, repo ids, card lines, Hub messages), so
 nothing is printed or written as Markdown without going through one of the escapes below:
