@@ -292,3 +292,25 @@ def test_an_out_of_date_envtag_pr_is_updated_not_left(fresh):
     assert "- harbor" in proposed and "- nemo-gym" in proposed
     (third,) = envtag.audit(author="alice", create_pr=True)
     assert not third.pr_updated and not third.pr_opened and third.pr_url == first.pr_url
+
+
+def test_a_pull_request_whose_commit_answer_was_cut_is_checked_under_the_smallest_rate(fresh):
+    """--rate 3 is the least a pull request allows: the commit's 3 tickets go back before the check that it
+    landed, which needs requests of its own (it waited for ever while they were held)."""
+    import threading
+
+    from fixture_repos import harbor_tasks
+
+    needs_tags(fresh, "alice/a")
+    (first,) = envtag.audit(author="alice", create_pr=True)
+    assert first.pr_opened
+    fresh.commit("alice/a", harbor_tasks("tasks", ["t"]))
+    fresh.inject_cut(method="POST", path_contains="/commit/", times=1)  # the update lands, its answer is cut
+    box = {}
+    worker = threading.Thread(target=lambda: box.update(r=list(envtag.audit(author="alice", create_pr=True,
+                                                                             rate=(3, 2.0)))), daemon=True)
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive()
+    (result,) = box["r"]
+    assert result.pr_updated and result.error is None, result

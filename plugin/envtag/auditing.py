@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from .card import card_carries, card_tags
 from .errors import HubError, StateError
 from .hub import check_repo_id, inspect_repo, outside_selection, propose, read_token, write_token
-from .hubclient import Client, Gate, Scope, scoped
+from .hubclient import COMMIT_WEIGHT, Client, Gate, Scope, scoped
 from .model import RL_TAG, VERDICTS, is_commit_sha
 from .verdicts import (
     REPO_BUDGET,
@@ -73,10 +73,13 @@ def audit(*, tags: Iterable[str] = (), author: str | None = None, search: str | 
         raise ValueError(f"repo_type must be 'dataset' or 'space', not {repo_type!r}")
     if jobs < 1:
         raise ValueError("jobs must be at least 1")
+    gate = Gate(parse_rate(rate) if isinstance(rate, str) else rate)
+    if create_pr and gate.rate is not None and gate.rate[0] < COMMIT_WEIGHT:
+        raise ValueError(f"rate {rate!r} with create_pr: a pull request's commit takes {COMMIT_WEIGHT} requests; "
+                         f"allow at least {COMMIT_WEIGHT} per window")
     token = write_token(token, "audit --create-pr") if create_pr else read_token(token)
     if repo_budget is None:
         repo_budget = float(os.environ.get("ENVTAG_AUDIT_REPO_SECONDS", REPO_BUDGET))
-    gate = Gate(parse_rate(rate) if isinstance(rate, str) else rate)
     store = StateFile(state) if state is not None else None
     try:
         filters = list(tags) or ([] if author or search else [RL_TAG])

@@ -429,6 +429,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     Exit 0 every repo ok, 1 some repo needs a fix (not-a-taskset included), 2 some repo could not be audited
     (or its pull request failed, or the state file failed), 130 interrupted."""
     from .auditing import audit
+    from .hubclient import COMMIT_WEIGHT
 
     if args.webhook_payload is not None:  # before the defaults: a flag given with it is refused, not ignored
         return cmd_webhook(args)
@@ -437,9 +438,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.jobs < 1 or (args.limit is not None and args.limit < 1):
         raise UsageError("--jobs and --limit take a number of at least 1")
     rate = _rate(args.rate)
-    if rate is not None and args.create_pr and rate[0] < 3:  # huggingface_hub's commit sends up to 3 requests
-        raise UsageError(f"--rate {args.rate} with --create-pr: a pull request's commit takes 3 requests; allow at "
-                         "least 3 per window")
+    if rate is not None and args.create_pr and rate[0] < COMMIT_WEIGHT:
+        raise UsageError(f"--rate {args.rate} with --create-pr: a pull request's commit takes {COMMIT_WEIGHT} "
+                         f"requests; allow at least {COMMIT_WEIGHT} per window")
     if args.discover:
         return cmd_discover(args, rate)
     view = AuditView(as_json=args.json, progress=sys.stderr.isatty())

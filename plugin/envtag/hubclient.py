@@ -219,6 +219,9 @@ class Quota:
     guessed: bool = False
 
 
+COMMIT_WEIGHT = 3  # the requests of one commit with a card: huggingface_hub's preupload, README check, commit
+
+
 class Gate:
     """What the clients of one job (``envtag audit``'s workers) share: one backoff, because the Hub's rate
     limit is per token, not per request: when one client is answered 429 (or an answer says the window has no
@@ -227,6 +230,8 @@ class Gate:
     requests let through. ``stop`` ends the job's requests early (Ctrl-C)."""
 
     def __init__(self, rate: tuple[int, float] | None = None) -> None:
+        if rate is not None and not (int(rate[0]) >= 1 and float(rate[1]) > 0):
+            raise ValueError(f"rate {rate!r}: N requests (at least 1) in a window of S seconds (more than 0)")
         self._lock = threading.Lock()
         self._until = 0.0
         self.closed_seconds = 0.0  # how long the gate has been (or is set to be) closed, in total
@@ -276,11 +281,15 @@ class Gate:
             known = self._hub_left.get(resource)
             if known is not None:
                 policy = policy or known.policy
-                if at <= known.after + 1.0:  # written in the window before (its reset said in whole seconds)
+                # a new window resets a window later than the one known; an answer read late (it waited in the
+                # network, or its reset was said in whole seconds) only a little later: half a window tells
+                # them apart when the policy is known, a second when it is not
+                slack = max(1.0, policy[1] / 2) if policy else 1.0
+                if known.guessed and at < known.after + slack:  # written in the window before the gate opened one
                     return
                 if known.guessed:  # the first word on a window the gate opened itself: the Hub's reset holds
                     left = min(left, known.left)
-                elif now < known.at and at <= known.at + 1.0:
+                elif now < known.at and at <= known.at + slack:
                     # the same window: answers overtake each other across jobs, so an older one, saying more
                     # is left, never raises what a newer one said
                     left, at = min(left, known.left), max(at, known.at)
@@ -322,7 +331,7 @@ class Gate:
         while True:
             with self._lock:
                 now = time.monotonic()
-                left = max(self._hub_wait(weight, now), self._rate_wait(weight, now))
+                left = max(self._until - now, self._hub_wait(weight, now), self._rate_wait(weight, now))
                 if left <= 0:
                     tickets = [next(self._tickets) for _ in range(weight)]
                     if self.rate is not None:
@@ -450,7 +459,7 @@ class Client:
         if self.scope is not None and _status(exc) == 429:
             # every client of the job waits, in ``Scope.before``, until the Hub's window resets
             reset = delay if delay is not None else _ratelimit_reset(exc)
-            self.scope.gate.hold(reset if reset is not None else backoff)
+            self.scope.gate.hold(backoff if reset is None else max(reset, backoff))  # never 0: no tight loop
             return
         time.sleep(min(delay if delay is not None else backoff, MAX_SLEEP))
 
@@ -792,6 +801,9 @@ class Client:
                                    "look at the repo before running envtag again", code="deadline") from None
                 raise
             except Exception as exc:
+                if self.scope is not None:  # the request ended: its tickets go back before any call below
+                    self.scope.after(tickets)  # (a --rate of 3 would leave no room for _landed's reads)
+                    tickets = []
                 transport = _transport_error(exc)
                 if _status(exc) == 429 and rate_limited < RATE_LIMITED_ATTEMPTS:
                     # refused before it was handled: nothing landed, no pull request was opened; wait it out
