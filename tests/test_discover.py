@@ -465,6 +465,20 @@ def test_a_window_reset_does_not_let_every_job_through_at_once(fresh):
     assert most_in_a_window([r.time for r in fresh.requests], 1.0) <= 8
 
 
+def test_huggingface_hubs_own_retries_of_a_commit_stay_inside_the_rate(fresh, tmp_path):
+    """A pull request's commit goes through huggingface_hub, which retries a preupload answered 429 by itself
+    (http_backoff, up to 5 times): each of those requests passes the job's gate too, so --rate holds."""
+    fresh.create_repo("alice/found", files={**UNTAGGED["nemo-gym"][0], "README.md": PLAIN_CARD})
+    fresh.inject(429, path_contains="/preupload/", times=2, retry_after=0)
+    fresh.reset_log()
+    code, out, err = cli(fresh, tmp_path, "--discover", "--create-pr", "--json", "--rate", "3/4s")
+    assert code == 1, err
+    assert lines(out)[0]["pr_url"].endswith("/datasets/alice/found/discussions/1")
+    preuploads = [r.status for r in fresh.requests if "/preupload/" in r.path]
+    assert preuploads == [429] * 2 + [200]  # huggingface_hub's own retries, all sent
+    assert most_in_a_window([r.time for r in fresh.requests], 4.0) <= 3, [(r.path, r.time) for r in fresh.requests]
+
+
 def test_the_hubs_ratelimit_headers_are_heeded_before_a_429(fresh):
     for i in range(12):
         fresh.create_repo(f"alice/chat{i:02d}", files=ordinary("jsonl", i))

@@ -103,7 +103,11 @@ def _status(exc: BaseException) -> int | None:
 
 def _retry_after(exc: BaseException) -> float | None:
     response = getattr(exc, "response", None)
-    value = response.headers.get("Retry-After") if response is not None else None
+    return _retry_after_header(response.headers) if response is not None else None
+
+
+def _retry_after_header(headers: Any) -> float | None:
+    value = headers.get("Retry-After")
     try:
         return max(0.0, float(value)) if value is not None else None
     except ValueError:
@@ -419,6 +423,88 @@ _WHOAMI_LOCK = threading.Lock()
 _SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("envtag_hub_scope", default=None)
 
 
+class _Meter:
+    """The HTTP requests huggingface_hub sends by itself within one call envtag makes through HfApi (a commit's
+    README check, preupload and commit, and its own retries of them, up to 5 each): each goes through the job's
+    gate as it goes out, so ``--rate`` holds for them too, and its answer's RateLimit header (or 429) is heeded.
+    ``reserved``: the tickets booked before the call for the requests it usually sends, used first, so a call
+    waits halfway only for a retry. Lives in the thread that runs the call (``_METER``)."""
+
+    def __init__(self, client: Client, what: str, repo: str, reserved: list[int]):
+        self.client, self.what, self.repo = client, what, repo
+        self.reserved = list(reserved)
+        self.in_flight: list[list[int]] = []  # tickets of requests sent and not answered yet, oldest first
+        self.waited = 0.0  # seconds spent at the gate: not a silence of the Hub's, so not against the deadline
+        self.abandoned = False  # the caller gave up (deadline): nothing more may go out
+        self._lock = threading.Lock()
+
+    def on_request(self) -> None:
+        scope = self.client.scope
+        if self.abandoned:
+            raise HubError(f"{self.repo}: {self.what}: given up; not sent", code="deadline")
+        with self._lock:
+            ticket = [self.reserved.pop()] if self.reserved else None
+        if ticket is None:
+            started = time.monotonic()
+            ticket = scope.before(self.what, self.repo)
+            with self._lock:
+                self.waited += time.monotonic() - started
+            if self.abandoned:
+                scope.after(ticket)
+                raise HubError(f"{self.repo}: {self.what}: given up; not sent", code="deadline")
+        with self._lock:
+            self.in_flight.append(ticket)
+
+    def on_response(self, response: Any) -> None:
+        client = self.client
+        client._heed(response.headers)
+        if response.status_code == 429:  # huggingface_hub retries it: every job of the audit waits first
+            reset = _retry_after_header(response.headers)
+            reset = reset if reset is not None else _window_spent(response.headers)
+            client.scope.gate.hold(max(reset or 0.0, client.retry_base))
+        with self._lock:
+            ticket = self.in_flight.pop(0) if self.in_flight else []
+        client.scope.after(ticket)
+
+    def close(self) -> None:
+        """The call ended: the tickets it did not use, or whose answer never came, go back."""
+        with self._lock:
+            left, self.reserved = self.reserved, []
+            left += [t for ticket in self.in_flight for t in ticket]
+            self.in_flight = []
+        self.client.scope.after(left)
+
+
+_METER: contextvars.ContextVar[_Meter | None] = contextvars.ContextVar("envtag_meter", default=None)
+_HOOKS_LOCK = threading.Lock()
+
+
+def _on_request(request: Any) -> None:
+    meter = _METER.get()
+    if meter is not None:
+        meter.on_request()
+
+
+def _on_response(response: Any) -> None:
+    meter = _METER.get()
+    if meter is not None:
+        meter.on_response(response)
+
+
+def metered_session() -> None:
+    """Add envtag's event hooks (httpx's public ``event_hooks``) to huggingface_hub's shared session, once: they
+    act only inside a metered call (``_METER``), so the program's own requests through the session are left
+    alone."""
+    from huggingface_hub.utils import get_session
+
+    session = get_session()
+    with _HOOKS_LOCK:
+        hooks = session.event_hooks
+        if _on_request not in hooks.get("request", []):
+            session.event_hooks = {**hooks, "request": [*hooks.get("request", []), _on_request],
+                                   "response": [*hooks.get("response", []), _on_response]}
+
+
 @contextlib.contextmanager
 def scoped(scope: Scope) -> Iterator[Scope]:
     """Every Client made inside the block (a HubTree's own included) works under ``scope``."""
@@ -549,11 +635,12 @@ class Client:
 
         return build_hf_headers(token=self.token)
 
-    def _bounded(self, fn: Callable[[], T], what: str, repo: str) -> T:
+    def _bounded(self, fn: Callable[[], T], what: str, repo: str, meter: _Meter | None = None) -> T:
         """``fn()`` (one request), given up when no complete answer came within REQUEST_DEADLINE or what is left
         of the unit's budget: the read timeout bounds a silence, not a server that trickles a byte at a time
         (headers or body, through envtag's requests or huggingface_hub's). The request runs in a thread of its
-        own; one given up is left to end with its connection, and its answer is ignored."""
+        own; one given up is left to end with its connection, and its answer is ignored. ``meter``: the
+        requests of a huggingface_hub call, admitted one by one (time waiting at the gate does not count)."""
         limit = _deadline_seconds()
         if self.scope is not None:
             remaining = self.scope.remaining()
@@ -562,15 +649,23 @@ class Client:
         done = threading.Event()
 
         def run() -> None:
+            token = _METER.set(meter)
             try:
                 box["value"] = fn()
             except BaseException as exc:  # handed to the caller's thread
                 box["error"] = exc
             finally:
+                _METER.reset(token)
                 done.set()
 
+        started = time.monotonic()
         threading.Thread(target=run, name="envtag-request", daemon=True).start()
-        if not done.wait(limit):
+        finished = done.wait(limit)
+        while not finished and meter is not None and time.monotonic() - started - meter.waited < limit:
+            finished = done.wait(min(1.0, limit))
+        if not finished:
+            if meter is not None:
+                meter.abandoned = True
             if self.scope is not None:
                 self.scope.check(what, repo)  # past the repo's budget: say so
             raise HubError(f"{repo}: {what}: no complete answer from the Hub within {limit:.0f} s; stopped",
@@ -794,7 +889,14 @@ class Client:
             try:
                 if self.scope is None:  # a push may upload gigabytes: its timeouts bound a silence, not a size
                     return self.api.create_commit(repo_id, **kwargs)
-                return self._bounded(functools.partial(self.api.create_commit, repo_id, **kwargs), what, repo_id)
+                # huggingface_hub retries by itself (http_backoff): each of its requests passes the gate
+                metered_session()
+                meter, tickets = _Meter(self, what, repo_id, tickets), []
+                try:
+                    return self._bounded(functools.partial(self.api.create_commit, repo_id, **kwargs), what,
+                                         repo_id, meter)
+                finally:
+                    meter.close()
             except HubError as exc:
                 if exc.code == "deadline":
                     raise HubError(f"{exc}; the commit{' (a pull request)' if create_pr else ''} may still land: "
