@@ -563,3 +563,44 @@ def test_hard_links_and_copies_of_credentials_are_left_out(tmp_path):
     files = LocalTree(folder).files()
     assert not {"notes.txt", "keys/id_rsa.bak", "certs/store.p12", "gcp/credentials.json", ".netrc.old"} & files
     assert "keys/id_ed25519.pub" in files  # a public key is no secret
+
+
+# Names that trip each rule of the file set, beside ordinary ones (the listing's text tests must not miss them)
+_PARTS = ["tasks", "a", "a.b", "x.", ".hidden", "..x", "node_modules", "__pycache__", "conda-meta", "nodes",
+          "my_node_modules", "line\nbreak", "bad\udcff", "huggingface", ".docker", "aws"]
+_NAMES = ["task.toml", "pyvenv.cfg", ".env", "id_rsa", "id_rsa.pub", "token", "config.json", "x.pyc", ".DS_Store",
+          "credentials", "ok\tname", "n\udcfe", "README.md"]
+
+
+def _reference_left_out(paths: list[str]) -> set[str]:
+    """The file set's rule, part by part and path by path, as fileset.py's docstring states it: the paths it
+    leaves out (a slow reference for the listing's whole-list tests)."""
+    from envtag.fileset import ENV_DIR_MARKER, ENV_FILE_MARKER, dir_reason, file_reason, is_secret
+
+    environments = {p.rpartition("/")[0] for p in paths if p.rpartition("/")[2] == ENV_FILE_MARKER and "/" in p}
+    for parts in (p.split("/")[:-1] for p in paths):  # a folder holding conda-meta/ (not the top: it is the tree)
+        environments.update("/".join(parts[:depth]) for depth, part in enumerate(parts) if part == ENV_DIR_MARKER
+                            and depth)
+    gone = set()
+    for path in paths:
+        parts = path.split("/")
+        for depth, part in enumerate(parts[:-1]):
+            if dir_reason(part) or "/".join(parts[:depth + 1]) in environments:
+                gone.add(path)
+                break
+        else:
+            folder = parts[-2] if len(parts) > 1 else ""
+            if file_reason(parts[-1]) or is_secret(parts[-1], folder):
+                gone.add(path)
+    return gone
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.sampled_from(_PARTS), max_size=4).flatmap(
+    lambda folders: st.sampled_from(_NAMES).map(lambda name: "/".join([*folders, name]))), max_size=12))
+def test_the_listing_rule_leaves_out_exactly_what_the_part_by_part_rule_does(paths):
+    from envtag.fileset import filter_listing
+
+    paths = list(dict.fromkeys(paths))
+    kept, _ = filter_listing(paths)
+    assert set(paths) - kept == _reference_left_out(paths)

@@ -115,8 +115,9 @@ def filter_listing(paths: Iterable[str], root_name: str = "") -> tuple[set[str],
     paths = list(paths)
     if not paths:
         return set(), []
-    names = list(map(itemgetter(2), map(str.rpartition, paths, repeat("/"))))
-    bad_folders, bad_names = _bad_parts(paths, names)
+    split = list(map(str.rpartition, paths, repeat("/")))
+    names = list(map(itemgetter(2), split))
+    bad_folders, bad_names = _bad_parts(paths, names, set(map(itemgetter(0), split)))
     sensitive = {n for n in set(names) if n.lower() in _FOLDER_SENSITIVE}
     if not bad_folders and not bad_names and not sensitive:
         return set(paths), []
@@ -182,18 +183,24 @@ def filter_folders(folders: Iterable[str], left_out: list[tuple[str, str]]) -> s
 _FOLDER_SENSITIVE = frozenset(name for _, name in SECRET_IN_FOLDER)
 
 
-def _bad_parts(paths: list[str], names: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+def _bad_parts(paths: list[str], names: list[str], folders: set[str]) -> tuple[dict[str, str], dict[str, str]]:
     """({top-most folder to leave out, with a slash: reason}, {file name to leave out: reason}).
 
     Folder names are judged only on the folders a substring test (in C) marks as suspect: a dot, a cache
-    folder's name, a line break, an environment marker, a name that is not UTF-8."""
-    folders = list(set(map(itemgetter(0), map(str.rpartition, paths, repeat("/")))).difference(("",)))
+    folder's name, a line break, an environment marker, a name that is not UTF-8. Each test runs on the
+    folders joined first, and folder by folder only when the joined text holds what it looks for (a needle
+    without a slash cannot straddle two folders; "/." there is a folder that starts with a dot)."""
+    folders = list(folders.difference(("",)))
     file_names = set(names)
     bad_names = {name: reason for name in file_names if (reason := file_reason(name)) is not None}
-    suspects: set[str] = set(compress(folders, map(str.startswith, folders, repeat("."))))
-    for needle in ("/.", *SKIP_DIRS, ENV_DIR_MARKER):
-        suspects.update(compress(folders, map(str.__contains__, folders, repeat(needle))))
     joined = "/".join(folders)
+    suspects: set[str] = set()
+    if joined.startswith(".") or "/." in joined:
+        suspects.update(compress(folders, map(str.startswith, folders, repeat("."))))
+        suspects.update(compress(folders, map(str.__contains__, folders, repeat("/."))))
+    for needle in (*SKIP_DIRS, ENV_DIR_MARKER):
+        if needle in joined:
+            suspects.update(compress(folders, map(str.__contains__, folders, repeat(needle))))
     if not (joined.isascii() and joined.isprintable()):  # a control character, or maybe bytes not UTF-8
         suspects.update(f for f in folders if not all(map(usable_name, f.split("/"))))
     bad: dict[str, str] = {}  # folder (with a slash) -> reason
@@ -203,9 +210,9 @@ def _bad_parts(paths: list[str], names: list[str]) -> tuple[dict[str, str], dict
             reason = ENVIRONMENT if part == ENV_DIR_MARKER else dir_reason(part)
             if reason is not None:
                 end = depth if part == ENV_DIR_MARKER else depth + 1  # conda-meta/ marks its parent
-                if end:
+                if end:  # (a conda-meta/ at the top marks the folder itself: the parts below still count)
                     bad["/".join(parts[:end]) + "/"] = reason
-                break
+                    break
     if ENV_FILE_MARKER in file_names:
         for path in compress(paths, map(ENV_FILE_MARKER.__eq__, names)):
             if "/" in path:
