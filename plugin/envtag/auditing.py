@@ -29,13 +29,14 @@ from typing import TYPE_CHECKING, Any
 from .card import card_carries, card_tags
 from .errors import HubError, StateError
 from .hub import check_repo_id, inspect_repo, outside_selection, propose, read_token, write_token
-from .hubclient import COMMIT_WEIGHT, Client, Gate, Scope, scoped
+from .hubclient import Client, Gate, Scope, scoped
 from .model import RL_TAG, VERDICTS, is_commit_sha
 from .verdicts import (
     REPO_BUDGET,
     AuditResult,
     StateFile,
     attempt_repo,
+    job_gate,
     judge,
     parse_rate,
     reusable_verdict,
@@ -69,14 +70,7 @@ def audit(*, tags: Iterable[str] = (), author: str | None = None, search: str | 
     if isinstance(tags, (str, bytes)):
         raise TypeError(f"tags must be a list of tags, not the string {tags!r}: write [{tags!r}]")
 
-    if repo_type not in ("dataset", "space"):
-        raise ValueError(f"repo_type must be 'dataset' or 'space', not {repo_type!r}")
-    if jobs < 1:
-        raise ValueError("jobs must be at least 1")
-    gate = Gate(parse_rate(rate) if isinstance(rate, str) else rate)
-    if create_pr and gate.rate is not None and gate.rate[0] < COMMIT_WEIGHT:
-        raise ValueError(f"rate {rate!r} with create_pr: a pull request's commit takes {COMMIT_WEIGHT} requests; "
-                         f"allow at least {COMMIT_WEIGHT} per window")
+    gate = job_gate(rate, repo_type=repo_type, jobs=jobs, create_pr=create_pr)
     token = write_token(token, "audit --create-pr") if create_pr else read_token(token)
     if repo_budget is None:
         repo_budget = float(os.environ.get("ENVTAG_AUDIT_REPO_SECONDS", REPO_BUDGET))

@@ -15,7 +15,7 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -285,27 +285,30 @@ def _parse(text: str, path: Any) -> _Header | None:
             ):
                 key, value = key_node, value_node
 
-    raw = data.get("tags")
     where = (value or key or root).start_mark.index if (value or key or root) else None
+    tags = _header_tags(data.get("tags"), value, where, fail)
+    return _Header(text, bom, start, end, body, newline, root, data, key, value, tags)
+
+
+def _header_tags(raw: Any, value: Any, where: int | None, fail: Callable[[str, int | None], CardError]) -> list[str]:
+    """The header's ``tags`` as a list of strings (a lone string is one tag), or the CardError ``fail`` makes,
+    pointing at the item that is no tag name (``where``: the key's position, when the item has none)."""
     if raw is None:
-        tags: list[str] = []
-    elif isinstance(raw, str):
-        tags = [raw]
-    elif isinstance(raw, list):
-        tags = []
-        for position, item in enumerate(raw):
-            if not isinstance(item, str):
-                index = where
-                if isinstance(value, yaml.SequenceNode) and position < len(value.value):
-                    index = value.value[position].start_mark.index
-                what = "empty (a `-` with nothing after it)" if item is None else \
-                    f"{item!r}, a {type(item).__name__}, not a tag name (quote it: '{item}')"
-                raise fail(f"tags: item {position + 1} is {what}; write a tag name or remove the line", index)
-            tags.append(item)
-    else:
+        return []
+    if isinstance(raw, str):
+        return [raw]
+    if not isinstance(raw, list):
         kind = "a mapping" if isinstance(raw, dict) else f"a {type(raw).__name__}"
         raise fail(f"tags: must be a list of strings, not {kind}", where)
-    return _Header(text, bom, start, end, body, newline, root, data, key, value, tags)
+    for position, item in enumerate(raw):
+        if not isinstance(item, str):
+            index = where
+            if isinstance(value, yaml.SequenceNode) and position < len(value.value):
+                index = value.value[position].start_mark.index
+            what = "empty (a `-` with nothing after it)" if item is None else \
+                f"{item!r}, a {type(item).__name__}, not a tag name (quote it: '{item}')"
+            raise fail(f"tags: item {position + 1} is {what}; write a tag name or remove the line", index)
+    return list(raw)
 
 
 def card_tags(card_text: str, *, path: str | os.PathLike[str] | None = None) -> list[str]:

@@ -37,7 +37,7 @@ from .config import Config
 from .engine import detect
 from .errors import EnvtagError, HubError, StateError, UsageError
 from .hub import CARD, TagResult, check_repo_id, outside_selection, propose, read_token, repo_config_tags, write_token
-from .hubclient import COMMIT_WEIGHT, Client, Gate, Scope, scoped
+from .hubclient import Client, Gate, Scope, scoped
 from .hubtree import HubTree, safe_path
 from .model import RL_TAG, Report, bare_tag, is_commit_sha
 from .plugins import get_registry
@@ -47,8 +47,8 @@ from .verdicts import (
     AuditResult,
     StateFile,
     attempt_repo,
+    job_gate,
     judge,
-    parse_rate,
     reusable_verdict,
     verdict_key,
     wants_pr,
@@ -201,14 +201,7 @@ def discover(*, author: str | None = None, search: str | None = None, repo_type:
     across every worker, listing pages included.
     """
 
-    if repo_type not in ("dataset", "space"):
-        raise ValueError(f"repo_type must be 'dataset' or 'space', not {repo_type!r}")
-    if jobs < 1:
-        raise ValueError("jobs must be at least 1")
-    gate = Gate(parse_rate(rate) if isinstance(rate, str) else rate)
-    if create_pr and gate.rate is not None and gate.rate[0] < COMMIT_WEIGHT:
-        raise ValueError(f"rate {rate!r} with create_pr: a pull request's commit takes {COMMIT_WEIGHT} requests; "
-                         f"allow at least {COMMIT_WEIGHT} per window")
+    gate = job_gate(rate, repo_type=repo_type, jobs=jobs, create_pr=create_pr)
     token = write_token(token, "audit --discover --create-pr") if create_pr else read_token(token)
     registry = get_registry()
     signals = Signals(registry.layouts.values())

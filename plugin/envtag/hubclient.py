@@ -882,30 +882,11 @@ class Client:
         attempt = rate_limited = 0
         while True:
             attempt += 1
-            # huggingface_hub's create_commit sends a preupload and the commit, and validates a README.md first
-            weight = 2 + any(getattr(op, "path_in_repo", None) == "README.md" for op in kwargs.get("operations") or ())
-            tickets = self.scope.before(what, repo_id, weight) if self.scope is not None else []
-            self.requests += 1
             try:
-                if self.scope is None:  # a push may upload gigabytes: its timeouts bound a silence, not a size
-                    return self.api.create_commit(repo_id, **kwargs)
-                # huggingface_hub retries by itself (http_backoff): each of its requests passes the gate
-                metered_session()
-                meter, tickets = _Meter(self, what, repo_id, tickets), []
-                try:
-                    return self._bounded(functools.partial(self.api.create_commit, repo_id, **kwargs), what,
-                                         repo_id, meter)
-                finally:
-                    meter.close()
-            except HubError as exc:
-                if exc.code == "deadline":
-                    raise HubError(f"{exc}; the commit{' (a pull request)' if create_pr else ''} may still land: "
-                                   "look at the repo before running envtag again", code="deadline") from None
+                return self._commit_once(repo_id, what, kwargs)
+            except HubError:
                 raise
             except Exception as exc:
-                if self.scope is not None:  # the request ended: its tickets go back before any call below
-                    self.scope.after(tickets)  # (a --rate of 3 would leave no room for _landed's reads)
-                    tickets = []
                 transport = _transport_error(exc)
                 if _status(exc) == 429 and rate_limited < RATE_LIMITED_ATTEMPTS:
                     # refused before it was handled: nothing landed, no pull request was opened; wait it out
@@ -939,9 +920,29 @@ class Client:
                                      "pull request on this repo; use a token that can read it and open "
                                      "discussions", error.status, error.code)
                 raise error from None
-            finally:
-                if self.scope is not None:
-                    self.scope.after(tickets)
+
+    def _commit_once(self, repo_id: str, what: str, kwargs: dict[str, Any]):
+        """One create_commit. In a job, its requests pass the gate (huggingface_hub's own retries too), and
+        its tickets go back when it ends, before any check of whether it landed (a --rate of 3 would leave
+        no room for _landed's reads)."""
+        # huggingface_hub's create_commit sends a preupload and the commit, and validates a README.md first
+        weight = 2 + any(getattr(op, "path_in_repo", None) == "README.md" for op in kwargs.get("operations") or ())
+        tickets = self.scope.before(what, repo_id, weight) if self.scope is not None else []
+        self.requests += 1
+        if self.scope is None:  # a push may upload gigabytes: its timeouts bound a silence, not a size
+            return self.api.create_commit(repo_id, **kwargs)
+        metered_session()
+        meter = _Meter(self, what, repo_id, tickets)
+        try:
+            return self._bounded(functools.partial(self.api.create_commit, repo_id, **kwargs), what, repo_id, meter)
+        except HubError as exc:
+            if exc.code == "deadline":
+                pr = " (a pull request)" if kwargs.get("create_pr") else ""
+                raise HubError(f"{exc}; the commit{pr} may still land: look at the repo before running envtag "
+                               "again", code="deadline") from None
+            raise
+        finally:
+            meter.close()
 
     def whoami(self) -> str:
         """The name of the token's user (one request per token and process): whose pull requests are whose."""

@@ -15,11 +15,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .errors import EnvtagError, HubError, StateError
+from .hubclient import COMMIT_WEIGHT, Gate
 from .model import NEEDS_FIX, RL_TAG, Report, bare_tag
 from .plugins import get_registry
 from .version import __version__
 
-__all__ = ["REPO_ATTEMPTS", "REPO_BUDGET", "AuditResult", "StateFile", "attempt_repo", "judge", "parse_rate",
+__all__ = ["REPO_ATTEMPTS", "REPO_BUDGET", "AuditResult", "StateFile", "attempt_repo", "job_gate", "judge", "parse_rate",
            "reusable_verdict", "verdict_key", "wants_pr"]
 
 REPO_ATTEMPTS = 3  # a repo that failed on a transient error (429/5xx, a dropped connection) is tried again
@@ -247,6 +248,21 @@ def parse_rate(text: str) -> tuple[int, float]:
                          "e.g. 1000/5m (the Hub's window) or 20/10s")
     count, length, unit = int(match.group(1)), int(match.group(2) or 1), match.group(3)
     return count, float(length * (60 if unit == "m" else 1))
+
+
+def job_gate(rate: str | tuple[int, float] | None, *, repo_type: str, jobs: int, create_pr: bool) -> Gate:
+    """The gate the workers of one audit or discovery share, once its options hold: a repo type the Hub lists,
+    a worker or more, a rate that is a budget (``"N/5m"`` or (N, seconds)) and, with ``create_pr``, room in it
+    for a pull request's commit. Raises ValueError before any request."""
+    if repo_type not in ("dataset", "space"):
+        raise ValueError(f"repo_type must be 'dataset' or 'space', not {repo_type!r}")
+    if jobs < 1:
+        raise ValueError("jobs must be at least 1")
+    gate = Gate(parse_rate(rate) if isinstance(rate, str) else rate)
+    if create_pr and gate.rate is not None and gate.rate[0] < COMMIT_WEIGHT:
+        raise ValueError(f"rate {rate!r} with create_pr: a pull request's commit takes {COMMIT_WEIGHT} requests; "
+                         f"allow at least {COMMIT_WEIGHT} per window")
+    return gate
 
 
 def verdict_key(native_only: bool | None) -> str:

@@ -127,10 +127,17 @@ def check_task(tree: Tree, d: str, config: dict[str, Any], notes: list[Problem] 
         verdict.fields.append(f"Harbor fails on a .harborignore pattern ({exc})")
     except (ValueError, OSError) as exc:  # Harbor's own checks raise these: is_valid_dir says False
         verdict.fields.append(f"{exc}")
-    has_image = isinstance(docker_image, str) and bool(docker_image.strip())
+    verdict.facts = _facts(tree, prefix, docker_image, multi_step, verifier, empty_environment, notes)
+    return verdict
+
+
+def _facts(tree: Tree, prefix: str, docker_image: Any, multi_step: bool, verifier: dict[str, Any],
+           empty_environment: bool, notes: list[Problem] | None) -> dict[str, Any]:
+    """What the readers of a Harbor task (OpenEnv's, say) need to know of it, without reading it again."""
+    files = tree.files()
     compose = prefix + "environment/docker-compose.yaml" in files or prefix + "environment/docker-compose.yml" in files
-    verdict.facts = {
-        "docker_image": has_image,
+    return {
+        "docker_image": isinstance(docker_image, str) and bool(docker_image.strip()),
         "multi_step": multi_step,
         "compose_main": compose and _compose_main(tree, prefix, notes),
         "dockerfile": prefix + "environment/Dockerfile" in files,
@@ -139,7 +146,6 @@ def check_task(tree: Tree, d: str, config: dict[str, Any], notes: list[Problem] 
         "inferred": False,
         "empty_environment": empty_environment,
     }
-    return verdict
 
 
 def _check_steps(tree: Tree, prefix: str, config: dict[str, Any], steps: list, inputs: Any,
