@@ -26,7 +26,7 @@ def _no_third_party_plugins(monkeypatch):
 def _library_process(monkeypatch):
     """The test process is a library caller: an in-process ``cli.main()`` lets detection fork only for
     the rest of its own test."""
-    from envtag import parallel
+    from envtag import process
 
-    monkeypatch.setattr(parallel, "_allowed", False)
+    monkeypatch.setattr(process, "_owned", False)
     monkeypatch.delenv("ENVTAG_JOBS", raising=False)

@@ -314,3 +314,93 @@ def test_a_pull_request_whose_commit_answer_was_cut_is_checked_under_the_smalles
     assert not worker.is_alive()
     (result,) = box["r"]
     assert result.pr_updated and result.error is None, result
+
+
+# -- huggingface_hub's own requests inside a commit, under the job's gate ------------------------------------------
+
+def _card_commit(client, repo_id: str):
+    from huggingface_hub import CommitOperationAdd
+
+    card = CommitOperationAdd(path_in_repo="README.md", path_or_fileobj=b"---\ntags: [x]\n---\n")
+    return client.commit(repo_id, "committing README.md", repo_type="dataset", create_pr=True, commit_message="t",
+                         operations=[card])
+
+
+def _most_in_a_window(times: list[float], window: float) -> int:
+    times, best, start = sorted(times), 0, 0
+    for end, at in enumerate(times):
+        while at - times[start] >= window:
+            start += 1
+        best = max(best, end - start + 1)
+    return best
+
+
+def test_a_commit_waiting_at_the_gate_is_not_given_up_as_a_silent_hub(fresh, monkeypatch):
+    """huggingface_hub retries a preupload answered 429; the retry, a 4th request under a rate of 3, waits at
+    envtag's gate for room longer than the request deadline: that wait is envtag's, not a silence of the Hub."""
+    from envtag.hubclient import Client, Gate, Scope, scoped
+
+    fresh.create_repo("alice/r", files={"README.md": "hi\n"})
+    monkeypatch.setenv("ENVTAG_REQUEST_DEADLINE_SECONDS", "2")
+    fresh.inject(429, path_contains="/preupload/", times=1, retry_after=0)
+    fresh.reset_log()
+    gate = Gate((3, 5.0))
+    with scoped(Scope(gate)):
+        info = _card_commit(Client(token=TOKEN), "alice/r")
+    assert info.pr_url and [r.status for r in fresh.requests if "/preupload/" in r.path] == [429, 200]
+    assert _most_in_a_window([r.time for r in fresh.requests], 5.0) <= 3
+    assert gate.sent == len(fresh.requests)  # every request counted, none that was not sent
+
+
+def test_a_commit_given_up_at_the_gate_sends_nothing_more_and_counts_nothing_unsent(fresh, monkeypatch):
+    from envtag.errors import HubError
+    from envtag.hubclient import Client, Gate, Scope, scoped
+
+    fresh.create_repo("alice/r", files={"README.md": "hi\n"})
+    monkeypatch.setenv("ENVTAG_REQUEST_DEADLINE_SECONDS", "1")
+    fresh.inject_slow(1.5, path_contains="/preupload/")  # a silence longer than the deadline
+    fresh.reset_log()
+    gate = Gate((3, 3.0))
+    with scoped(Scope(gate)), pytest.raises(HubError, match="no complete answer"):
+        _card_commit(Client(token=TOKEN), "alice/r")
+    time.sleep(2.5)  # the abandoned thread's preupload is answered; its commit must not go out
+    assert not [r for r in fresh.requests if "/commit/" in r.path]
+    assert gate.sent == len(fresh.requests)
+
+
+@pytest.mark.parametrize("owned", [True, False])
+def test_a_session_replaced_during_a_commit_keeps_the_rate(fresh, monkeypatch, owned):
+    """huggingface_hub closes its shared session on a connection error and retries through a new one. Under the
+    envtag command every session it builds carries the gate; a library caller's new one does not, so the gate
+    is then held for a whole window after the commit."""
+    from huggingface_hub.utils import close_session, get_session
+
+    from envtag import hubclient, process
+    from envtag.hubclient import Client, Gate, Scope, scoped
+
+    monkeypatch.setattr(process, "_owned", owned)
+    monkeypatch.setattr(hubclient, "_OWN_FACTORY", False)
+    fresh.create_repo("alice/r", files={"README.md": "hi\n"})
+    fresh.inject(429, path_contains="/preupload/", times=1, retry_after=0, on_fire=close_session)
+    fresh.reset_log()
+    gate = Gate((3, 4.0))
+    try:
+        with scoped(Scope(gate)):
+            client = Client(token=TOKEN)
+            before = get_session()
+            started = time.monotonic()
+            _card_commit(client, "alice/r")
+            assert get_session() is not before
+            if owned:  # the retry and the commit went through the gate: one window of 3, then the rest
+                assert _most_in_a_window([r.time for r in fresh.requests], 4.0) <= 3
+                assert gate.sent == len(fresh.requests)
+            else:  # what went out unseen has left the window before the job's next request
+                gate.wait()
+                assert time.monotonic() - started >= 4.0
+    finally:
+        from huggingface_hub.utils import set_client_factory
+
+        if owned:  # huggingface_hub's own default again, for the tests after this one
+            from huggingface_hub.utils._http import default_client_factory
+
+            set_client_factory(default_client_factory)

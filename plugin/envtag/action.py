@@ -39,7 +39,7 @@ from typing import Any
 from actions_toolkit import core
 from actions_toolkit.command import issue_command
 
-from . import parallel
+from . import process
 from .errors import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -364,7 +364,7 @@ def main() -> int:
         annotate("error", str(exc), title="envtag: bad input")
         return EXIT_BAD_INPUT
     folder = os.path.normpath(os.path.join(workspace(), inputs.path))
-    parallel.allow()  # the action's step owns its process: a big taskset is judged on every core
+    process.own()  # the action's step owns its process: a big taskset is judged on every core
     try:
         with commands_stopped():  # the report, file names, Hub answers: shown, never obeyed
             if inputs.mode == "tag":

@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from . import parallel
+from . import process
 from .card import write_plan
 from .engine import detect
 from .errors import (
@@ -154,12 +154,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     thresholds = gc.get_threshold()
     gc.set_threshold(100_000, 50, 50)
-    allowed = parallel.allow()  # a command owns its process: big repos are judged on every core
+    owned = process.own()  # a command owns its process: big repos are judged on every core
     try:
         return _main(argv)
     finally:
         gc.set_threshold(*thresholds)
-        parallel.allow(allowed)
+        process.own(owned)
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -31,6 +31,7 @@ from urllib.parse import quote
 from .errors import HubError
 from .model import is_commit_sha
 from .oids import content_ids
+from .process import owned
 from .sources import URL_PREFIX, url_origin
 
 if TYPE_CHECKING:
@@ -76,8 +77,12 @@ def _http_module():
 def timeouts():
     """Connect and read timeouts for every request envtag makes (huggingface_hub's session has none: a stalled
     Hub would hang ``detect hf://`` and ``audit`` for ever). ``ENVTAG_HTTP_TIMEOUT_SECONDS`` sets the read one."""
+    return _timeouts(_http_module())
+
+
+def _timeouts(http: Any) -> Any:
     read = float(os.environ.get("ENVTAG_HTTP_TIMEOUT_SECONDS") or READ_TIMEOUT)
-    return _http_module().Timeout(read, connect=min(CONNECT_TIMEOUT, read))
+    return http.Timeout(read, connect=min(CONNECT_TIMEOUT, read))
 
 
 def _deadline_seconds() -> float:
@@ -87,10 +92,24 @@ def _deadline_seconds() -> float:
 def bound_session() -> None:
     """Give huggingface_hub's shared session envtag's timeouts when it has none, so that the calls envtag makes
     through HfApi (commits, repo creation, pull requests) are bounded too. A session configured by the program
-    that uses envtag (``set_client_factory`` with timeouts of its own) is left as it is."""
-    from huggingface_hub.utils import get_session
+    that uses envtag (``set_client_factory`` with timeouts of its own) is left as it is.
 
+    When the envtag command owns the process (``process.owned``), every session huggingface_hub builds from
+    then on is envtag's (``set_client_factory``): it closes its session on a connection error and builds a
+    new one for the retry, which must be bounded and gated too."""
+    from huggingface_hub.utils import get_session, set_client_factory
+
+    global _OWN_FACTORY
     session = get_session()
+    if owned():
+        with _HOOKS_LOCK:
+            if not _OWN_FACTORY:
+                hooks = session.event_hooks
+                set_client_factory(functools.partial(  # (its module named now: get_session's lock is held then)
+                    _own_client, _http_module(), [h for h in hooks.get("request", []) if h is not _on_request],
+                    [h for h in hooks.get("response", []) if h is not _on_response]))
+                _OWN_FACTORY = True
+        return
     current = session.timeout
     if current.connect is None and current.read is None:
         session.timeout = timeouts()
@@ -348,6 +367,14 @@ class Gate:
             if self.stop.wait(min(left, 0.25)):
                 return []
 
+    def cancel(self, tickets: list[int]) -> None:
+        """These tickets' requests were never sent: they leave the budget without counting in any window."""
+        with self._lock:
+            self._in_flight -= len(tickets)
+            self.sent -= len(tickets)
+            for ticket in tickets:
+                self._booked.pop(ticket, None)
+
     def release(self, tickets: list[int]) -> None:
         """The requests of these tickets ended: they count in the budget for one more window from now."""
         with self._lock:
@@ -432,27 +459,49 @@ class _Meter:
 
     def __init__(self, client: Client, what: str, repo: str, reserved: list[int]):
         self.client, self.what, self.repo = client, what, repo
+        self.session = None  # the session hooked for this call (metered_session): one built meanwhile is not
         self.reserved = list(reserved)
         self.in_flight: list[list[int]] = []  # tickets of requests sent and not answered yet, oldest first
         self.waited = 0.0  # seconds spent at the gate: not a silence of the Hub's, so not against the deadline
+        self.waiting_since: float | None = None  # a request waiting at the gate now, since then
         self.abandoned = False  # the caller gave up (deadline): nothing more may go out
+        self.closed = False
         self._lock = threading.Lock()
+
+    def waiting(self) -> float:
+        """Seconds spent at the gate so far, a wait still going on included."""
+        with self._lock:
+            since = self.waiting_since
+            return self.waited + (time.monotonic() - since if since is not None else 0.0)
+
+    def _refuse(self) -> None:
+        if self.abandoned or self.closed:
+            raise HubError(f"{self.repo}: {self.what}: given up; not sent", code="deadline")
 
     def on_request(self) -> None:
         scope = self.client.scope
-        if self.abandoned:
-            raise HubError(f"{self.repo}: {self.what}: given up; not sent", code="deadline")
         with self._lock:
+            self._refuse()
+            self.waiting_since = time.monotonic()
             ticket = [self.reserved.pop()] if self.reserved else None
-        if ticket is None:
-            started = time.monotonic()
-            ticket = scope.before(self.what, self.repo)
+        try:
+            if ticket is not None:  # booked before the call: still, no request goes out in a hold or a stop
+                scope.gate.wait()
+                scope.check(self.what, self.repo)
+            else:
+                ticket = scope.before(self.what, self.repo)
+        except BaseException:
+            if ticket is not None:
+                scope.gate.cancel(ticket)
+            raise
+        finally:
             with self._lock:
-                self.waited += time.monotonic() - started
-            if self.abandoned:
-                scope.after(ticket)
-                raise HubError(f"{self.repo}: {self.what}: given up; not sent", code="deadline")
-        with self._lock:
+                self.waited += time.monotonic() - self.waiting_since
+                self.waiting_since = None
+        with self._lock:  # checked and recorded at once: close() either sees it in flight or it is not sent
+            if self.abandoned or self.closed:
+                scope.gate.cancel(ticket)
+                self._refuse()
             self.in_flight.append(ticket)
 
     def on_response(self, response: Any) -> None:
@@ -467,16 +516,27 @@ class _Meter:
         client.scope.after(ticket)
 
     def close(self) -> None:
-        """The call ended: the tickets it did not use, or whose answer never came, go back."""
+        """The call ended: its requests whose answer never came count as ended now; the tickets it did not use
+        were never sent and go back uncounted. A session huggingface_hub built during the call (it closes its
+        session on a connection error) had no hooks: what went out through it is unknown, so the gate is held
+        for a whole rate window."""
+        from huggingface_hub.utils import get_session
+
         with self._lock:
-            left, self.reserved = self.reserved, []
-            left += [t for ticket in self.in_flight for t in ticket]
+            self.closed = True
+            unused, self.reserved = self.reserved, []
+            ended = [t for ticket in self.in_flight for t in ticket]
             self.in_flight = []
-        self.client.scope.after(left)
+        gate = self.client.scope.gate
+        gate.cancel(unused)
+        gate.release(ended)
+        if self.session is not None and get_session() is not self.session and gate.rate is not None:
+            gate.hold(gate.rate[1])
 
 
 _METER: contextvars.ContextVar[_Meter | None] = contextvars.ContextVar("envtag_meter", default=None)
 _HOOKS_LOCK = threading.Lock()
+_OWN_FACTORY = False  # envtag's client factory is huggingface_hub's (the envtag command owns its process)
 
 
 def _on_request(request: Any) -> None:
@@ -491,10 +551,9 @@ def _on_response(response: Any) -> None:
         meter.on_response(response)
 
 
-def metered_session() -> None:
-    """Add envtag's event hooks (httpx's public ``event_hooks``) to huggingface_hub's shared session, once: they
-    act only inside a metered call (``_METER``), so the program's own requests through the session are left
-    alone."""
+def metered_session() -> Any:
+    """huggingface_hub's shared session, with envtag's event hooks (httpx's public ``event_hooks``) added once:
+    they act only inside a metered call (``_METER``), so the program's own requests through it are left alone."""
     from huggingface_hub.utils import get_session
 
     session = get_session()
@@ -503,6 +562,15 @@ def metered_session() -> None:
         if _on_request not in hooks.get("request", []):
             session.event_hooks = {**hooks, "request": [*hooks.get("request", []), _on_request],
                                    "response": [*hooks.get("response", []), _on_response]}
+    return session
+
+
+def _own_client(http: Any, request_hooks: list, response_hooks: list) -> Any:
+    """A session as huggingface_hub builds one (its hooks, redirects followed), with envtag's hooks, and its
+    timeouts when built while the envtag command owns the process: the factory of every session once the
+    command took the process over (``bound_session``). The hooks act only inside envtag's own calls."""
+    hooks = {"request": [*request_hooks, _on_request], "response": [*response_hooks, _on_response]}
+    return http.Client(event_hooks=hooks, follow_redirects=True, timeout=_timeouts(http) if owned() else None)
 
 
 @contextlib.contextmanager
@@ -661,7 +729,7 @@ class Client:
         started = time.monotonic()
         threading.Thread(target=run, name="envtag-request", daemon=True).start()
         finished = done.wait(limit)
-        while not finished and meter is not None and time.monotonic() - started - meter.waited < limit:
+        while not finished and meter is not None and time.monotonic() - started - meter.waiting() < limit:
             finished = done.wait(min(1.0, limit))
         if not finished:
             if meter is not None:
@@ -931,8 +999,8 @@ class Client:
         self.requests += 1
         if self.scope is None:  # a push may upload gigabytes: its timeouts bound a silence, not a size
             return self.api.create_commit(repo_id, **kwargs)
-        metered_session()
         meter = _Meter(self, what, repo_id, tickets)
+        meter.session = metered_session()
         try:
             return self._bounded(functools.partial(self.api.create_commit, repo_id, **kwargs), what, repo_id, meter)
         except HubError as exc:

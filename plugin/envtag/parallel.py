@@ -7,7 +7,7 @@ compute all parts but the first and send their results back pickled through a pi
 computes the first. Results come back in the order of the list. A child that fails or dies is not
 trusted: its part is computed again here, so a result never depends on whether it ran in parallel.
 Only the ``envtag`` command forks by default (it owns its process); a program that calls ``detect``
-as a library stays in one process unless it sets ``ENVTAG_JOBS``. ``ENVTAG_JOBS=1`` turns forking off;
+as a library stays in one process unless it sets ``ENVTAG_JOBS`` (process.py). ``ENVTAG_JOBS=1`` turns forking off;
 ``ENVTAG_JOBS=N`` sets the number of processes.
 """
 
@@ -19,6 +19,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .process import owned
+
 if TYPE_CHECKING:
     from .tree import Tree
 
@@ -27,15 +29,6 @@ Result = TypeVar("Result")
 
 MIN_PER_PROCESS = 1000  # below this, forking and pickling cost more than they save
 MAX_JOBS = 4
-_allowed = False
-
-
-def allow(allowed: bool = True) -> bool:
-    """A command owns its process: let detection fork workers (see the module doc). Returns the previous
-    setting, for a caller that puts it back."""
-    global _allowed
-    previous, _allowed = _allowed, allowed
-    return previous
 
 
 def jobs(count: int, tree: Tree) -> int:
@@ -43,7 +36,7 @@ def jobs(count: int, tree: Tree) -> int:
     wanted = os.environ.get("ENVTAG_JOBS", "").strip()
     if wanted.isdigit() and int(wanted) >= 1:
         limit = int(wanted)
-    elif _allowed and hasattr(os, "sched_getaffinity"):
+    elif owned() and hasattr(os, "sched_getaffinity"):
         limit = min(MAX_JOBS, len(os.sched_getaffinity(0)))
     else:
         limit = 1

@@ -20,8 +20,8 @@ from .model import NEEDS_FIX, RL_TAG, Report, bare_tag
 from .plugins import get_registry
 from .version import __version__
 
-__all__ = ["REPO_ATTEMPTS", "REPO_BUDGET", "AuditResult", "StateFile", "attempt_repo", "job_gate", "judge", "parse_rate",
-           "reusable_verdict", "verdict_key", "wants_pr"]
+__all__ = ["REPO_ATTEMPTS", "REPO_BUDGET", "AuditResult", "StateFile", "attempt_repo", "job_gate", "judge",
+           "parse_rate", "reusable_verdict", "verdict_key", "wants_pr"]
 
 REPO_ATTEMPTS = 3  # a repo that failed on a transient error (429/5xx, a dropped connection) is tried again
 REPO_BUDGET = 600.0  # seconds per repo (ENVTAG_AUDIT_REPO_SECONDS); waits on the shared 429 backoff excluded
