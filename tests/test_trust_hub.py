@@ -18,6 +18,7 @@ from envtag.hub import PR_MARKER, TAG_MESSAGE, retag_owner
 from fixture_repos import harbor_tasks, jsonl, nemo_row
 from hubserver import hub_env
 from test_audit import card_text, cli, lines, run_cli
+from test_discover import most_in_a_window
 from test_hub import SECRET_MARK, TOKEN, assert_no_secret, isolate_hf, start_server, writes
 
 RL = "rl-environment"
@@ -326,15 +327,6 @@ def _card_commit(client, repo_id: str):
                          operations=[card])
 
 
-def _most_in_a_window(times: list[float], window: float) -> int:
-    times, best, start = sorted(times), 0, 0
-    for end, at in enumerate(times):
-        while at - times[start] >= window:
-            start += 1
-        best = max(best, end - start + 1)
-    return best
-
-
 def test_a_commit_waiting_at_the_gate_is_not_given_up_as_a_silent_hub(fresh, monkeypatch):
     """huggingface_hub retries a preupload answered 429; the retry, a 4th request under a rate of 3, waits at
     envtag's gate for room longer than the request deadline: that wait is envtag's, not a silence of the Hub."""
@@ -348,7 +340,7 @@ def test_a_commit_waiting_at_the_gate_is_not_given_up_as_a_silent_hub(fresh, mon
     with scoped(Scope(gate)):
         info = _card_commit(Client(token=TOKEN), "alice/r")
     assert info.pr_url and [r.status for r in fresh.requests if "/preupload/" in r.path] == [429, 200]
-    assert _most_in_a_window([r.time for r in fresh.requests], 5.0) <= 3
+    assert most_in_a_window([r.time for r in fresh.requests], 5.0) <= 3
     assert gate.sent == len(fresh.requests)  # every request counted, none that was not sent
 
 
@@ -392,7 +384,7 @@ def test_a_session_replaced_during_a_commit_keeps_the_rate(fresh, monkeypatch, o
             _card_commit(client, "alice/r")
             assert get_session() is not before
             if owned:  # the retry and the commit went through the gate: one window of 3, then the rest
-                assert _most_in_a_window([r.time for r in fresh.requests], 4.0) <= 3
+                assert most_in_a_window([r.time for r in fresh.requests], 4.0) <= 3
                 assert gate.sent == len(fresh.requests)
             else:  # what went out unseen has left the window before the job's next request
                 gate.wait()
