@@ -29,4 +29,5 @@ def _library_process(monkeypatch):
     from envtag import process
 
     monkeypatch.setattr(process, "_owned", False)
+    monkeypatch.setattr(process, "_session", False)
     monkeypatch.delenv("ENVTAG_JOBS", raising=False)

@@ -370,7 +370,7 @@ def test_a_session_replaced_during_a_commit_keeps_the_rate(fresh, monkeypatch, o
     from envtag import hubclient, process
     from envtag.hubclient import Client, Gate, Scope, scoped
 
-    monkeypatch.setattr(process, "_owned", owned)
+    monkeypatch.setattr(process, "_session", owned)
     monkeypatch.setattr(hubclient, "_OWN_FACTORY", False)
     fresh.create_repo("alice/r", files={"README.md": "hi\n"})
     fresh.inject(429, path_contains="/preupload/", times=1, retry_after=0, on_fire=close_session)
@@ -386,6 +386,7 @@ def test_a_session_replaced_during_a_commit_keeps_the_rate(fresh, monkeypatch, o
             if owned:  # the retry and the commit went through the gate: one window of 3, then the rest
                 assert most_in_a_window([r.time for r in fresh.requests], 4.0) <= 3
                 assert gate.sent == len(fresh.requests)
+                assert gate.closed_seconds < 4.0  # no hold for a window: every request was gated
             else:  # what went out unseen has left the window before the job's next request
                 gate.wait()
                 assert time.monotonic() - started >= 4.0
@@ -396,3 +397,31 @@ def test_a_session_replaced_during_a_commit_keeps_the_rate(fresh, monkeypatch, o
             from huggingface_hub.utils._http import default_client_factory
 
             set_client_factory(default_client_factory)
+
+
+def test_unanswered_requests_inside_a_commit_give_their_room_back(fresh, monkeypatch):
+    """huggingface_hub retries a preupload that got no answer at all (a read timeout): the request ended, so its
+    room in the rate goes back before the retry waits for room (all 3 of a --rate 3 were held for ever)."""
+    import threading
+
+    from envtag.hubclient import Client, Gate, Scope, scoped
+
+    fresh.create_repo("alice/r", files={"README.md": "hi\n"})
+    monkeypatch.setenv("ENVTAG_HTTP_TIMEOUT_SECONDS", "0.5")  # a silence of 0.5 s is a read timeout
+    monkeypatch.setenv("ENVTAG_REQUEST_DEADLINE_SECONDS", "10")
+    fresh.inject_slow(1.0, path_contains="/preupload/", times=3)  # three silent preuploads, then answers
+    gate, box = Gate((3, 2.0)), {}
+
+    def run() -> None:
+        with scoped(Scope(gate)):
+            try:
+                box["info"] = _card_commit(Client(token=TOKEN), "alice/r")
+            except Exception as exc:  # noqa: BLE001 - looked at below
+                box["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(40)
+    gate.stop.set()
+    assert not worker.is_alive() and "info" in box, box
+    assert gate.sent == len(fresh.requests)

@@ -23,6 +23,6 @@ def _drop_current_directory() -> None:
 
 _drop_current_directory()
 
-from .cli import main  # noqa: E402 - after sys.path is cleaned, on purpose
+from .cli import run  # noqa: E402 - after sys.path is cleaned, on purpose
 
-raise SystemExit(main())
+raise SystemExit(run())

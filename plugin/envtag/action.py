@@ -396,5 +396,6 @@ def main() -> int:
     return outcome.exit_code
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # the action's step: a process of its own
+    process.own_session()
     raise SystemExit(main())

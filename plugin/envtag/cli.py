@@ -143,6 +143,12 @@ def _add_audit(sub, native: argparse.ArgumentParser) -> None:
     audit.set_defaults(func=cmd_audit)
 
 
+def run() -> int:
+    """The ``envtag`` console script and ``python -m envtag``: the command in a process of its own."""
+    process.own_session()
+    return main()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # huggingface_hub's own retry warnings would repeat what envtag says once, in one line (env var: its rule)
     os.environ.setdefault("HF_HUB_VERBOSITY", "error")

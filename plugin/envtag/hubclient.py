@@ -31,7 +31,7 @@ from urllib.parse import quote
 from .errors import HubError
 from .model import is_commit_sha
 from .oids import content_ids
-from .process import owned
+from .process import owned, owns_session
 from .sources import URL_PREFIX, url_origin
 
 if TYPE_CHECKING:
@@ -94,14 +94,15 @@ def bound_session() -> None:
     through HfApi (commits, repo creation, pull requests) are bounded too. A session configured by the program
     that uses envtag (``set_client_factory`` with timeouts of its own) is left as it is.
 
-    When the envtag command owns the process (``process.owned``), every session huggingface_hub builds from
-    then on is envtag's (``set_client_factory``): it closes its session on a connection error and builds a
-    new one for the retry, which must be bounded and gated too."""
+    When the envtag command runs in a process of its own (``process.owns_session``: the console script,
+    ``python -m envtag``, the Action), every session huggingface_hub builds from then on is envtag's
+    (``set_client_factory``): it closes its session on a connection error and builds a new one for the retry,
+    which must be bounded and gated too. ``envtag.cli.main()`` called by a program leaves its factory alone."""
     from huggingface_hub.utils import get_session, set_client_factory
 
     global _OWN_FACTORY
     session = get_session()
-    if owned():
+    if owns_session():
         with _HOOKS_LOCK:
             if not _OWN_FACTORY:
                 hooks = session.event_hooks
@@ -439,6 +440,12 @@ class Scope:
             self.requests += weight
         return tickets
 
+    def cancel(self, tickets: list[int]) -> None:
+        """The requests admitted with these tickets were never sent: they count neither in the budget nor here."""
+        self.gate.cancel(tickets)
+        with self._lock:
+            self.requests -= len(tickets)
+
     def after(self, tickets: list[int]) -> None:
         """The request admitted with these tickets ended (answered, failed or given up)."""
         self.gate.release(tickets)
@@ -478,12 +485,21 @@ class _Meter:
         if self.abandoned or self.closed:
             raise HubError(f"{self.repo}: {self.what}: given up; not sent", code="deadline")
 
+    def abandon(self) -> None:
+        """The caller gave up: nothing more goes out."""
+        with self._lock:
+            self.abandoned = True
+
     def on_request(self) -> None:
         scope = self.client.scope
         with self._lock:
             self._refuse()
             self.waiting_since = time.monotonic()
             ticket = [self.reserved.pop()] if self.reserved else None
+            # a call sends one request at a time: one still in flight ended unanswered (a timeout, a refused
+            # connection, which huggingface_hub retries); its ticket goes back before this one waits for room
+            ended, self.in_flight = [t for earlier in self.in_flight for t in earlier], []
+        scope.after(ended)
         try:
             if ticket is not None:  # booked before the call: still, no request goes out in a hold or a stop
                 scope.gate.wait()
@@ -492,7 +508,7 @@ class _Meter:
                 ticket = scope.before(self.what, self.repo)
         except BaseException:
             if ticket is not None:
-                scope.gate.cancel(ticket)
+                scope.cancel(ticket)
             raise
         finally:
             with self._lock:
@@ -500,7 +516,7 @@ class _Meter:
                 self.waiting_since = None
         with self._lock:  # checked and recorded at once: close() either sees it in flight or it is not sent
             if self.abandoned or self.closed:
-                scope.gate.cancel(ticket)
+                scope.cancel(ticket)
                 self._refuse()
             self.in_flight.append(ticket)
 
@@ -527,11 +543,13 @@ class _Meter:
             unused, self.reserved = self.reserved, []
             ended = [t for ticket in self.in_flight for t in ticket]
             self.in_flight = []
-        gate = self.client.scope.gate
-        gate.cancel(unused)
-        gate.release(ended)
-        if self.session is not None and get_session() is not self.session and gate.rate is not None:
-            gate.hold(gate.rate[1])
+        scope = self.client.scope
+        scope.cancel(unused)
+        scope.after(ended)
+        current = get_session()
+        if self.session is not None and current is not self.session and scope.gate.rate is not None and \
+                _on_request not in current.event_hooks.get("request", []):
+            scope.gate.hold(scope.gate.rate[1])
 
 
 _METER: contextvars.ContextVar[_Meter | None] = contextvars.ContextVar("envtag_meter", default=None)
@@ -733,7 +751,7 @@ class Client:
             finished = done.wait(min(1.0, limit))
         if not finished:
             if meter is not None:
-                meter.abandoned = True
+                meter.abandon()
             if self.scope is not None:
                 self.scope.check(what, repo)  # past the repo's budget: say so
             raise HubError(f"{repo}: {what}: no complete answer from the Hub within {limit:.0f} s; stopped",

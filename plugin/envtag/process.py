@@ -1,13 +1,16 @@
 """Whether the envtag command (or the Action) owns this process.
 
 A program that calls envtag as a library keeps its process as it was. The command owns its process, so it
-may fork workers to judge a big taskset (parallel.py) and make huggingface_hub's shared session envtag's,
-timeouts and rate gate included, for every session huggingface_hub builds (hubclient.py).
+may fork workers to judge a big taskset (parallel.py). Run in a process of its own (the console script,
+``python -m envtag``, the Action; not ``envtag.cli.main()`` called by a program), it also makes every session
+huggingface_hub builds envtag's, timeouts and rate gate included (hubclient.py): a program's own client factory
+(a proxy, a CA) is never replaced.
 """
 
 from __future__ import annotations
 
 _owned = False
+_session = False
 
 
 def own(owned: bool = True) -> bool:
@@ -20,3 +23,14 @@ def own(owned: bool = True) -> bool:
 def owned() -> bool:
     """Whether the envtag command owns this process (``own`` was called)."""
     return _owned
+
+
+def own_session() -> None:
+    """The envtag command runs in a process of its own: huggingface_hub's client factory may be envtag's."""
+    global _session
+    _session = True
+
+
+def owns_session() -> bool:
+    """Whether huggingface_hub's client factory is envtag's to set (``own_session`` was called)."""
+    return _session
