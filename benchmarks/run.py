@@ -20,13 +20,13 @@ sys.path.insert(0, str(HERE))
 # (module, kwargs full, kwargs quick, the ratio key, how to read it, target)
 BENCHMARKS = [
     ("local_detect", {"tasks": 100_000, "repeat": 3}, {"tasks": 10_000, "repeat": 1}, "ratio",
-     "local detect / floor (walk + read every task.toml)", "<= 1.5"),
+     "local detect / floor (walk + read every task.toml)", "<= 1.1"),
     ("harbor_loader", {"tasks": 10_000, "repeat": 3}, {"tasks": 2_000, "repeat": 1}, "speedup",
      "Harbor's DatasetConfig loader / envtag detect", ">= 3"),
     ("remote_detect", {}, {"quick": True}, "bytes_ratio",
      "remote detect bytes / snapshot_download bytes", "does not grow with data"),
     ("git_detect", {"tasks": 10_000, "repeat": 5}, {"tasks": 1_000, "repeat": 1}, "ratio",
-     "detect --rev / floor (ls-tree + cat-file --batch)", "<= 3"),
+     "detect --rev / floor (ls-tree + cat-file --batch)", "<= 2.5"),
     ("startup", {"repeat": 15}, {"repeat": 5}, "ratio",
      "envtag tag --check / python -c pass", "no target; no heavy import"),
     ("hostile", {"repeat": 3}, {"repeat": 1}, "worst_ratio",
