@@ -31,3 +31,9 @@ def _library_process(monkeypatch):
     monkeypatch.setattr(process, "_owned", False)
     monkeypatch.setattr(process, "_session", False)
     monkeypatch.delenv("ENVTAG_JOBS", raising=False)
+    yield
+    # huggingface_hub's shared session outlives a test: envtag gives it timeouts read from the environment of
+    # the test that made it (a 0.5 s read timeout, say); the next test starts with a new one
+    hf_utils = sys.modules.get("huggingface_hub.utils")
+    if hf_utils is not None:
+        hf_utils.close_session()

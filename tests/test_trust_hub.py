@@ -425,3 +425,55 @@ def test_unanswered_requests_inside_a_commit_give_their_room_back(fresh, monkeyp
     gate.stop.set()
     assert not worker.is_alive() and "info" in box, box
     assert gate.sent == len(fresh.requests)
+
+
+def test_a_commit_given_up_at_the_repo_budget_after_its_post_says_it_may_land(fresh):
+    from envtag.errors import HubError
+    from envtag.hubclient import Client, Gate, Scope, scoped
+
+    fresh.create_repo("alice/r", files={"README.md": "hi\n"})
+    fresh.inject_slow(3.0, path_contains="/commit/")  # the pull request is opened 3 s after the POST
+    with scoped(Scope(Gate((10, 5.0)), budget=2.0)), pytest.raises(HubError, match="may still land") as info:
+        _card_commit(Client(token=TOKEN), "alice/r")
+    assert "nothing was written" not in str(info.value) and info.value.code == "budget"
+    time.sleep(2.0)
+    assert len(fresh.pull_requests("alice/r")) == 1  # it did land: the message was right to say so
+
+
+def test_huggingface_hubs_sleep_after_a_429_is_not_a_silent_hub(fresh, monkeypatch):
+    """A preupload answered 429 with Retry-After 3: huggingface_hub sleeps 4 s before its retry. The Hub answered
+    at once, so a request deadline of 3 s does not give the commit up."""
+    from envtag.hubclient import Client, Gate, Scope, scoped
+
+    fresh.create_repo("alice/r", files={"README.md": "hi\n"})
+    monkeypatch.setenv("ENVTAG_REQUEST_DEADLINE_SECONDS", "3")
+    fresh.inject(429, path_contains="/preupload/", times=1, retry_after=3)
+    with scoped(Scope(Gate((10, 5.0)))):
+        assert _card_commit(Client(token=TOKEN), "alice/r").pr_url
+
+
+def test_ctrl_c_during_huggingface_hubs_sleep_stops_the_commit_at_once(fresh):
+    from envtag.errors import HubError
+    from envtag.hubclient import Client, Gate, Scope, scoped
+
+    fresh.create_repo("alice/r", files={"README.md": "hi\n"})
+    fresh.inject(429, path_contains="/preupload/", times=1, retry_after=15)
+    gate = Gate((10, 5.0))
+    threading.Timer(1.0, gate.stop.set).start()
+    started = time.monotonic()
+    with scoped(Scope(gate)), pytest.raises(HubError, match="interrupted"):
+        _card_commit(Client(token=TOKEN), "alice/r")
+    assert time.monotonic() - started < 4.0
+    time.sleep(1.0)
+    assert not fresh.pull_requests("alice/r") and not [r for r in fresh.requests if "/commit/" in r.path]
+
+
+@pytest.mark.parametrize("where", ["/validate-yaml", "/preupload/"])
+def test_a_5xx_before_the_commit_is_retried_not_reported_as_a_pull_request_maybe_opened(fresh, where):
+    from envtag.hubclient import Client, Gate, Scope, scoped
+
+    fresh.create_repo("alice/r", files={"README.md": "hi\n"})
+    fresh.inject(500, path_contains=where, times=1)
+    with scoped(Scope(Gate((10, 5.0)))):
+        assert _card_commit(Client(token=TOKEN), "alice/r").pr_url
+    assert len(fresh.pull_requests("alice/r")) == 1

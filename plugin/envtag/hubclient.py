@@ -44,6 +44,7 @@ RATE_LIMITED_ATTEMPTS = 20  # 429s a job (with a shared backoff) waits out befor
 CONNECT_ATTEMPTS = 2  # a connection that cannot be made at all: once more, then say so
 MAX_SLEEP = 30.0
 GATE_MAX_SLEEP = 300.0  # a shared backoff waits up to one of the Hub's rate-limit windows (5 minutes)
+HF_BACKOFF_MAX = 8.0  # huggingface_hub's http_backoff sleeps at most this long between retries (no header)
 MAX_LISTING_ENTRIES = 2_000_000  # 20x the Hub's advice for a repo (100k files); memory grows with entries
 MAX_LISTING_PAGES = 100_000  # the Hub sends 1000 entries a page: a listing of tiny pages is stopped too
 MAX_PAGE_BYTES = 64 * 1024 * 1024  # one listing page, decoded
@@ -434,7 +435,7 @@ class Scope:
         try:
             self.check(what, repo)
         except HubError:
-            self.gate.release(tickets)
+            self.gate.cancel(tickets)  # never sent
             raise
         with self._lock:
             self.requests += weight
@@ -470,16 +471,19 @@ class _Meter:
         self.reserved = list(reserved)
         self.in_flight: list[list[int]] = []  # tickets of requests sent and not answered yet, oldest first
         self.waited = 0.0  # seconds spent at the gate: not a silence of the Hub's, so not against the deadline
-        self.waiting_since: float | None = None  # a request waiting at the gate now, since then
+        self.waiting_since: float | None = None  # a request waiting at the gate now (or after a 429), since then
+        self.waiting_cap = math.inf  # how much of that wait counts: huggingface_hub's own sleep after a 429, capped
+        self.committed = False  # the commit's POST went out: given up after it, the commit may still land
         self.abandoned = False  # the caller gave up (deadline): nothing more may go out
         self.closed = False
         self._lock = threading.Lock()
 
     def waiting(self) -> float:
-        """Seconds spent at the gate so far, a wait still going on included."""
+        """Seconds spent at the gate so far, or asleep after a 429 (the Hub's pace, not a silence of its), a
+        wait still going on included."""
         with self._lock:
             since = self.waiting_since
-            return self.waited + (time.monotonic() - since if since is not None else 0.0)
+            return self.waited + (min(time.monotonic() - since, self.waiting_cap) if since is not None else 0.0)
 
     def _refuse(self) -> None:
         if self.abandoned or self.closed:
@@ -490,11 +494,14 @@ class _Meter:
         with self._lock:
             self.abandoned = True
 
-    def on_request(self) -> None:
+    def on_request(self, request: Any) -> None:
         scope = self.client.scope
         with self._lock:
             self._refuse()
-            self.waiting_since = time.monotonic()
+            now = time.monotonic()
+            if self.waiting_since is not None:  # huggingface_hub slept after a 429
+                self.waited += min(now - self.waiting_since, self.waiting_cap)
+            self.waiting_since, self.waiting_cap = now, math.inf
             ticket = [self.reserved.pop()] if self.reserved else None
             # a call sends one request at a time: one still in flight ended unanswered (a timeout, a refused
             # connection, which huggingface_hub retries); its ticket goes back before this one waits for room
@@ -519,6 +526,7 @@ class _Meter:
                 scope.cancel(ticket)
                 self._refuse()
             self.in_flight.append(ticket)
+            self.committed = self.committed or _is_commit_post(request)
 
     def on_response(self, response: Any) -> None:
         client = self.client
@@ -527,6 +535,9 @@ class _Meter:
             reset = _retry_after_header(response.headers)
             reset = reset if reset is not None else _window_spent(response.headers)
             client.scope.gate.hold(max(reset or 0.0, client.retry_base))
+            with self._lock:  # its sleep (the reset + 1 s, or its backoff of up to 8 s) is no silence of the Hub's
+                self.waiting_since = time.monotonic()
+                self.waiting_cap = min(max(reset or 0.0, HF_BACKOFF_MAX), GATE_MAX_SLEEP) + 1.0
         with self._lock:
             ticket = self.in_flight.pop(0) if self.in_flight else []
         client.scope.after(ticket)
@@ -560,7 +571,32 @@ _OWN_FACTORY = False  # envtag's client factory is huggingface_hub's (the envtag
 def _on_request(request: Any) -> None:
     meter = _METER.get()
     if meter is not None:
-        meter.on_request()
+        meter.on_request(request)
+
+
+def _is_commit_post(request: Any) -> bool:
+    """Whether ``request`` is huggingface_hub's commit POST (``/api/{type}s/{repo}/commit/{revision}``): the one
+    request of a commit that writes (or opens a pull request)."""
+    return request.method == "POST" and "/commit/" in request.url.path
+
+
+def _failed_request(exc: BaseException) -> Any:
+    """The request whose answer (or whose connection) failed, when the exception says; else None."""
+    for holder in (getattr(exc, "response", None), exc):
+        try:
+            request = getattr(holder, "request", None) if holder is not None else None
+        except RuntimeError:  # httpx: no request attached
+            request = None
+        if request is not None and hasattr(request, "url"):
+            return request
+    return None
+
+
+def _may_have_written(exc: BaseException) -> bool:
+    """Whether a failed commit attempt may have landed or opened a pull request: its commit POST failed, or the
+    failed request is unknown. A README check or a preupload that fails writes nothing."""
+    request = _failed_request(exc)
+    return request is None or _is_commit_post(request)
 
 
 def _on_response(response: Any) -> None:
@@ -745,15 +781,18 @@ class Client:
                 done.set()
 
         started = time.monotonic()
+        stop = self.scope.gate.stop if self.scope is not None else None
         threading.Thread(target=run, name="envtag-request", daemon=True).start()
-        finished = done.wait(limit)
-        while not finished and meter is not None and time.monotonic() - started - meter.waiting() < limit:
-            finished = done.wait(min(1.0, limit))
-        if not finished:
+        while not done.is_set():
+            left = limit - (time.monotonic() - started - (meter.waiting() if meter is not None else 0.0))
+            if left <= 0 or (stop is not None and stop.is_set()):
+                break
+            done.wait(min(1.0, left) if stop is not None else left)  # a job's Ctrl-C is heeded within a second
+        if not done.is_set():
             if meter is not None:
                 meter.abandon()
             if self.scope is not None:
-                self.scope.check(what, repo)  # past the repo's budget: say so
+                self.scope.check(what, repo)  # stopped, or past the repo's budget: say so
             raise HubError(f"{repo}: {what}: no complete answer from the Hub within {limit:.0f} s; stopped",
                            code="deadline")
         if "error" in box:
@@ -981,7 +1020,7 @@ class Client:
                     attempt -= 1
                     self._sleep(exc, 1)
                     continue
-                if transport and create_pr and not _never_sent(exc):
+                if transport and create_pr and not _never_sent(exc) and _may_have_written(exc):
                     raise HubError(f"{repo_id}: {what}: the connection dropped while opening the pull "
                                    "request; it may have been opened: look at the repo's pull requests "
                                    "before running envtag again") from None
@@ -990,7 +1029,7 @@ class Client:
                     if landed is not None:
                         return landed
                 if attempt < ATTEMPTS and _transient(exc):
-                    if create_pr and not transport:
+                    if create_pr and not transport and _may_have_written(exc):
                         # a 5xx may come from a gateway after the Hub opened the PR: a replay could
                         # open a second one, so say so instead of retrying
                         raise HubError(f"{repo_id}: {what}: the Hub answered {_status(exc)} while opening the "
@@ -1018,14 +1057,16 @@ class Client:
         if self.scope is None:  # a push may upload gigabytes: its timeouts bound a silence, not a size
             return self.api.create_commit(repo_id, **kwargs)
         meter = _Meter(self, what, repo_id, tickets)
-        meter.session = metered_session()
         try:
+            meter.session = metered_session()
             return self._bounded(functools.partial(self.api.create_commit, repo_id, **kwargs), what, repo_id, meter)
         except HubError as exc:
-            if exc.code == "deadline":
+            if meter.abandoned and meter.committed:  # given up while the commit's POST was on its way
                 pr = " (a pull request)" if kwargs.get("create_pr") else ""
-                raise HubError(f"{exc}; the commit{pr} may still land: look at the repo before running envtag "
-                               "again", code="deadline") from None
+                why = {"budget": "past the repo's time budget", "stopped": "interrupted"}.get(
+                    exc.code or "", "no complete answer from the Hub in time")
+                raise HubError(f"{repo_id}: {what}: given up ({why}) after the commit was sent; the commit{pr} may "
+                               "still land: look at the repo before running envtag again", code=exc.code) from None
             raise
         finally:
             meter.close()
