@@ -148,11 +148,13 @@ def main() -> int:
     out = measure(args.repos, args.page, args.jsonl_files)
     print(json.dumps(out, indent=2))
     at_floor = out["ratio_to_floor"] <= FLOOR_RATIO
-    ok = (out["first"]["per_repo"] <= FIRST_TARGET or at_floor) and out["rerun"]["per_repo"] <= RERUN_TARGET
-    print(f"discover: {out['first']['per_repo']} requests per repo (issue 19's target <= {FIRST_TARGET}, set "
-          f"{FLOOR_RATIO}x above its estimated floor of 0.14; the floor measured here is {out['floor']['per_repo']}: "
-          f"{out['ratio_to_floor']}x), rerun {out['rerun']['per_repo']} (target <= {RERUN_TARGET}): "
-          f"{'OK' if ok else 'MISSED'}")
+    target_met = out["first"]["per_repo"] <= FIRST_TARGET
+    ok = (target_met or at_floor) and out["rerun"]["per_repo"] <= RERUN_TARGET
+    print(f"discover: {out['first']['per_repo']} requests per repo, issue 19's target <= {FIRST_TARGET}: "
+          f"{'met' if target_met else 'MISSED'} (set {FLOOR_RATIO}x above its estimated floor of 0.14; the floor "
+          f"measured here is {out['floor']['per_repo']}: {out['ratio_to_floor']}x, "
+          f"{'within' if at_floor else 'above'} {FLOOR_RATIO}x of it); rerun {out['rerun']['per_repo']} (target <= "
+          f"{RERUN_TARGET}): {'OK' if ok else 'MISSED'} (OK: the target or the measured floor, and the rerun)")
     return 0 if ok else 1
 
 
