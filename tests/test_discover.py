@@ -844,6 +844,19 @@ def test_answers_read_late_never_raise_what_is_left():
     assert admitted_within(gate, 3) is None  # no second window of 4 opens after 2 s
 
 
+def test_a_hold_counts_out_of_a_repos_budget_only_as_it_passes():
+    """A repo's budget leaves out the time the gate was closed, as it passes: a hold just set does not give a
+    repo that keeps working (a streamed read, say) its whole length at once."""
+    from envtag.hubclient import Gate, Scope
+
+    gate = Gate()
+    scope = Scope(gate, budget=10.0)
+    gate.hold(5.0)
+    assert scope.spent() >= 0 and scope.remaining() <= 10.0
+    time.sleep(0.3)
+    assert scope.spent() < 0.1  # the 0.3 s it was closed are not the repo's
+
+
 def test_a_held_gate_holds_the_jobs_already_waiting_for_room():
     # one job waits for --rate room; another is answered 429 (Retry-After: 3): the first goes out after the hold
     import threading

@@ -282,6 +282,11 @@ class Gate:
                 self.closed_seconds += until - max(self._until, now)
                 self._until = until
 
+    def closed_so_far(self) -> float:
+        """Seconds the gate has been closed until now (a hold still to come not counted)."""
+        with self._lock:
+            return self.closed_seconds - max(0.0, self._until - time.monotonic())
+
     def wait(self) -> None:
         """Sleep until the gate opens, or the job stops."""
         while not self.stop.is_set():
@@ -397,13 +402,13 @@ class Scope:
         self.requests = 0
         self.rate_waits = 0.0  # seconds spent waiting for room in the job's rate budget: not the repo's time
         self._started = time.monotonic()
-        self._closed_at_start = gate.closed_seconds
+        self._closed_at_start = gate.closed_so_far()
         self._lock = threading.Lock()
 
     def spent(self) -> float:
         """Seconds of this unit's budget used so far (time the gate was closed, or the rate budget full,
         excluded)."""
-        return (time.monotonic() - self._started - (self.gate.closed_seconds - self._closed_at_start)
+        return (time.monotonic() - self._started - (self.gate.closed_so_far() - self._closed_at_start)
                 - self.rate_waits)
 
     def remaining(self) -> float | None:
