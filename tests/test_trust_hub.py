@@ -388,6 +388,7 @@ def test_a_session_replaced_during_a_commit_keeps_the_rate(fresh, monkeypatch, o
                 assert gate.sent == len(fresh.requests)
                 assert gate.closed_seconds < 4.0  # no hold for a window: every request was gated
             else:  # what went out unseen has left the window before the job's next request
+                assert hubclient._on_request in get_session().event_hooks["request"]  # hooked from now on
                 gate.wait()
                 assert time.monotonic() - started >= 4.0
     finally:

@@ -551,7 +551,7 @@ class _Meter:
         """The call ended: its requests whose answer never came count as ended now; the tickets it did not use
         were never sent and go back uncounted. A session huggingface_hub built during the call (it closes its
         session on a connection error) had no hooks: what went out through it is unknown, so the gate is held
-        for a whole rate window."""
+        for a whole rate window, and the new session gets the hooks."""
         from huggingface_hub.utils import get_session
 
         with self._lock:
@@ -563,9 +563,11 @@ class _Meter:
         scope.cancel(unused)
         scope.after(ended)
         current = get_session()
-        if self.session is not None and current is not self.session and scope.gate.rate is not None and \
+        if self.session is not None and current is not self.session and \
                 _on_request not in current.event_hooks.get("request", []):
-            scope.gate.hold(scope.gate.rate[1])
+            metered_session()  # the new one carries the hooks too: a call given up sends nothing through it
+            if scope.gate.rate is not None:
+                scope.gate.hold(scope.gate.rate[1])
 
 
 _METER: contextvars.ContextVar[_Meter | None] = contextvars.ContextVar("envtag_meter", default=None)
