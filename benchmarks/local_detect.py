@@ -1,7 +1,7 @@
 """Local detection on a generated 100,000-task Harbor taskset, against a floor measured in the same run.
 
 Floor: walk the tree and read every task.toml (benchmarks/generate.py). Target: envtag detect at most
-1.5 times the floor, peak memory under 300 MB. Each measurement runs in a fresh process; best of N.
+1.1 times the floor (issue 17), peak memory under 300 MB. Each measurement runs in a fresh process; best of N.
 
     python benchmarks/local_detect.py [--tasks 100000] [--repeat 3]
 """
@@ -19,6 +19,8 @@ HERE = Path(__file__).resolve().parent
 WORK = Path(os.environ.get("ENVTAG_BENCH_DIR", HERE / ".work"))
 sys.path.insert(0, str(HERE))
 from generate import USER_ENV  # noqa: E402
+
+TARGET = 1.1  # envtag at most this many times the floor (issue 17)
 
 
 def timed(cmd: list[str]) -> tuple[float, float]:
@@ -69,8 +71,8 @@ def main() -> int:
     args = parser.parse_args()
     result = measure(args.tasks, args.repeat)
     print(json.dumps(result, indent=2))
-    ok = result["ratio"] <= 1.5 and result["envtag_peak_mb"] < 300
-    print(f"local detect: {result['ratio']}x the floor (target <= 1.5), "
+    ok = result["ratio"] <= TARGET and result["envtag_peak_mb"] < 300
+    print(f"local detect: {result['ratio']}x the floor (target <= {TARGET}), "
           f"peak {result['envtag_peak_mb']} MB (target < 300): {'OK' if ok else 'MISSED'}")
     return 0
 
