@@ -177,6 +177,16 @@ def test_local_check_imports_neither_hub_nor_git(taskset):
     assert result.stdout.strip().splitlines()[-1] == "[]"
 
 
+def test_detect_without_yaml_files_imports_no_yaml(tmp_path):
+    """PyYAML is imported by what parses YAML (a card, a compose file), not by every command: a `detect` of
+    Harbor tasks with a card never parses it (benchmarks/git_detect.py pays its 25 ms otherwise)."""
+    build(tmp_path, {**harbor_tasks("tasks", ["a", "b"]), "README.md": CARD})
+    code = ("import sys; from envtag.cli import main; rc = main(['detect', sys.argv[1], '--json']);"
+            "print(rc, [m for m in ('yaml', 'secrets') if m in sys.modules])")
+    result = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
+    assert result.stdout.strip().splitlines()[-1] == "0 []", result.stdout[-500:] + result.stderr[-2000:]
+
+
 def test_demo_runs_on_bundled_example():
     result = run("demo")
     assert result.returncode == 0, result.stderr

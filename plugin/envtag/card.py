@@ -13,19 +13,19 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import secrets
 import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from .errors import CardError, FileTooLarge, OutsideFile
 from .model import RL_TAG, Report, bare_tag
 from .parsing import YamlRefused, parse_yaml, utf8_error
 from .tree import Tree, check_inside, read_inside
+
+if TYPE_CHECKING:  # PyYAML (25 ms) is imported by the functions that parse a card: `detect` never pays it
+    import yaml
 
 __all__ = [
     "CARD_CAP",
@@ -130,7 +130,7 @@ def write_card(path: str | os.PathLike[str], text: str, *, expected: str | None 
         mode = None
     except OSError as exc:
         raise CardError(f"cannot write the card: {exc.strerror or exc}", path=path) from exc
-    temp = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
+    temp = os.path.join(directory, f".{name}.{os.urandom(6).hex()}.tmp")
     # 0o666 lets the umask decide a new card's mode, like a plain open() would.
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
@@ -246,6 +246,7 @@ def _same_as_hub(text: str, bom: str, start: int, end: int, body: int, path: Any
 
 def _parse(text: str, path: Any) -> _Header | None:
     """Split and validate the header; None when the card has no header."""
+    import yaml
     found = _find_header(text, path)
     if found is None:
         return None
@@ -293,6 +294,7 @@ def _parse(text: str, path: Any) -> _Header | None:
 def _header_tags(raw: Any, value: Any, where: int | None, fail: Callable[[str, int | None], CardError]) -> list[str]:
     """The header's ``tags`` as a list of strings (a lone string is one tag), or the CardError ``fail`` makes,
     pointing at the item that is no tag name (``where``: the key's position, when the item has none)."""
+    import yaml
     if raw is None:
         return []
     if isinstance(raw, str):
@@ -405,6 +407,7 @@ def _double_quoted(tag: str) -> str:
 @lru_cache(maxsize=1024)
 def _reads_back(rendered: str, tag: str) -> bool:
     """True when ``rendered`` means ``tag`` both as a block item and as a flow item."""
+    import yaml
     try:
         return yaml.safe_load(f"- {rendered}\n") == [tag] and yaml.safe_load(f"[{rendered}]") == [tag]
     except yaml.YAMLError:
@@ -471,6 +474,7 @@ def _refuse(message: str, header: _Header, index: int | None, path: Any) -> Card
 
 def _edit(header: _Header, keep: list[bool], added: list[str], path: Any) -> str:
     """Splice the new tags into the header text, by the shape of ``tags:``; the caller verifies the result."""
+    import yaml
     key, value = header.key, header.value
     if key is None or value is None:
         return _add_tags_key(header, added)
@@ -493,6 +497,7 @@ def _edit(header: _Header, keep: list[bool], added: list[str], path: Any) -> str
 
 def _add_tags_key(header: _Header, added: list[str]) -> str:
     """No ``tags:`` key: a block at the end of the header, at the mapping's indentation."""
+    import yaml
     text, indent, position = header.text, 0, header.end
     if isinstance(header.root, yaml.MappingNode) and header.root.value:
         indent = header.root.value[0][0].start_mark.column
@@ -510,6 +515,7 @@ def _edit_block_list(header: _Header, value: yaml.SequenceNode, colon: int, keep
                      path: Any) -> str:
     """``tags:`` then ``- a`` lines: drop the lines of removed items, add lines after the last one, in its
     dash's indentation and its quote style."""
+    import yaml
     text, offset, items = header.text, header.start, value.value
     if not any(keep) and not added:
         return _splice(text, [(colon, _node_end(text, items[-1], offset), " []")])
@@ -542,6 +548,7 @@ def _edit_block_list(header: _Header, value: yaml.SequenceNode, colon: int, keep
 
 def _edit_flow_list(header: _Header, value: yaml.SequenceNode, keep: list[bool], added: list[str]) -> str:
     """``tags: [a, b]``: keep the flow style; new items after the last one, removed ones cut out with a comma."""
+    import yaml
     text, offset, items = header.text, header.start, value.value
     value_start = offset + value.start_mark.index
     style = items[-1].style if items and isinstance(items[-1], yaml.ScalarNode) else None
