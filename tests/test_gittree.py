@@ -13,7 +13,8 @@ import pytest
 
 from envtag.engine import detect
 from envtag.gittree import GitTree
-from envtag.tree import LocalTree, TreeError
+from envtag.fileset import BAD_NAME
+from envtag.tree import LocalTree, MemoryTree, TreeError
 from fixture_repos import CARD, FIXTURES, build, harbor_task, harbor_tasks, jsonl, nemo_row
 
 GIT_ENV = {
@@ -203,11 +204,17 @@ def test_linked_worktree_with_git_dir_set(tmp_path, monkeypatch):
 
 def test_unusable_names_are_reported_as_locally(tmp_path):
     repo = init(tmp_path / "repo", {**harbor_tasks("tasks", ["a"]), ".odd\nname/x.txt": "x\n",
-                                    "plain\rdir/y.txt": "y\n", "tasks/bad\nfile.md": "z\n"})
+                                    "plain\rdir/y.txt": "y\n", "tasks/bad\nfile.md": "z\n",
+                                    # line breaks to str.splitlines() as well: NEL (a C1 control), U+2028, U+2029
+                                    "tasks/nel\x85.md": "n\n", "tasks/line\u2028sep.md": "l\n",
+                                    "para\u2029sep/p.md": "p\n"})
     commit(repo)
     local, at_head = LocalTree(repo), GitTree(repo, "HEAD")
-    assert sorted(at_head.unreadable) == sorted(local.unreadable) == [".odd\nname", "plain\rdir",
-                                                                       "tasks/bad\nfile.md"]
+    assert sorted(at_head.unreadable) == sorted(local.unreadable) == sorted([
+        ".odd\nname", "plain\rdir", "tasks/bad\nfile.md", "tasks/nel\x85.md", "tasks/line\u2028sep.md",
+        "para\u2029sep"])
+    listed = MemoryTree(dict.fromkeys([*local.files(), "tasks/nel\x85.md"], b""))  # a Hub listing's rule too
+    assert listed.files() == local.files() and ("tasks/nel\x85.md", BAD_NAME) in listed.left_out
     assert at_head.files() == local.files() and at_head._dirs == local._dirs
     assert at_head.left_out == [entry for entry in local.left_out if entry[0] != ".git/"]  # same reasons too
 

@@ -87,7 +87,8 @@ def dir_reason(name: str) -> str | None:
     return None
 
 
-_CONTROL = frozenset(map(chr, [*range(0x20), 0x7F]))
+# C0 and C1 controls, DEL, and the two Unicode line breaks: every character str.splitlines() breaks a line at
+_CONTROL = frozenset(map(chr, [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]))
 
 
 def usable_name(name: str) -> bool:
