@@ -19,6 +19,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -491,6 +492,61 @@ def test_the_hubs_ratelimit_headers_are_heeded_before_a_429(fresh):
     assert sorted(r.status for r in fresh.requests) == [200] * 3 + [206] * 24
 
 
+def test_a_spent_api_window_does_not_hold_the_file_reads(tmp_path, monkeypatch, signals):
+    """The Hub keeps its quotas per resource (a /resolve/ read counts against "resolvers", the listing against
+    "api"): the listing's page spends the API window of 30 s, and the 24 probes still go out at once, within
+    their own quota (12 a second), never answered 429."""
+    server = start_server(repo_list_page_size=50)
+    try:
+        isolate_hf(monkeypatch, tmp_path, server)
+        for i in range(12):
+            server.create_repo(f"alice/chat{i:02d}", files=ordinary("jsonl", i))
+        server.set_rate_limit(1, 30, resource="api")
+        server.set_rate_limit(12, 1, resource="resolvers")
+        server.reset_log()
+        stats, results, done = DiscoverStats(), [], threading.Event()
+
+        def scan() -> None:
+            results.extend(discover(author="alice", jobs=2, stats=stats))
+            done.set()
+
+        threading.Thread(target=scan, daemon=True).start()
+        assert done.wait(60), "held by the API window: 30 s a read"
+        assert results == [] and stats.probed == 12
+        reads = [r for r in server.requests if "/resolve/" in r.path]
+        assert [r.path for r in server.requests if "/resolve/" not in r.path] == ["/api/datasets"]
+        assert len(reads) == 24 and {r.status for r in reads} == {206}
+        assert reads[-1].time - server.requests[0].time < 15  # held by the API window, they would wait 30 s
+        assert most_in_a_window([r.time for r in reads], 1.0) <= 12
+    finally:
+        server.stop()
+    assert server.errors == []
+
+
+def test_a_resources_spent_quota_holds_its_own_requests_only():
+    from envtag.hubclient import API, RESOLVERS, Gate, resource_of
+
+    assert resource_of("/datasets/a/b/resolve/0123/x.jsonl") == RESOLVERS
+    assert resource_of("/api/datasets/a/b/tree/0123") == API == resource_of("/api/datasets/a/b/preupload/main")
+    gate = Gate()
+    gate.observe(RESOLVERS, 0, 30)
+    assert admitted_within(gate, 2, resource=API) is not None
+    assert admitted_within(gate, 0.5, resource=RESOLVERS) is None  # it waits for the resolvers' reset
+    # what is left is taken down by the requests in flight of the same resource only (besides the answered one)
+    gate = Gate()
+    first, second, read = gate.admit(resource=API), gate.admit(resource=API), gate.admit(resource=RESOLVERS)
+    gate.observe(API, 2, 30)  # the first request's answer: 2 left, less the second one, still in flight
+    assert admitted_within(gate, 2, resource=API) is not None
+    assert admitted_within(gate, 0.5, resource=API) is None
+    for tickets in (first, second, read, read):  # the read's end said twice: counted once
+        gate.release(tickets)
+    assert gate._in_flight == {API: 1, RESOLVERS: 0}  # the one admitted above is still in flight
+    # a Hub whose answers to file reads name the API's quota (one quota for all): the reads count against it
+    gate = Gate()
+    gate.observe(API, 0, 30, asked=RESOLVERS)
+    assert admitted_within(gate, 0.5, resource=RESOLVERS) is None
+
+
 def test_rate_and_other_usage_errors_exit_2_before_any_request(fresh, tmp_path):
     for args, piece in ((["--discover", "--rate", "fast"], "--rate 'fast': a rate is N/WINDOW"),
                         (["--discover", "--rate", "0/5m"], "a rate is N/WINDOW"),
@@ -770,14 +826,15 @@ def test_an_answer_that_overtook_a_newer_one_never_raises_the_hubs_quota():
 
 
 
-def admitted_within(gate, seconds: float, weight: int = 1) -> float | None:
-    """How long ``gate.admit(weight)`` took, or None when it still waited after ``seconds`` (then stopped)."""
+def admitted_within(gate, seconds: float, weight: int = 1, resource: str = "api") -> float | None:
+    """How long ``gate.admit(weight, resource)`` took, or None when it still waited after ``seconds`` (then
+    stopped; the gate stays stopped)."""
     import threading
 
     timer = threading.Timer(seconds, gate.stop.set)
     timer.start()
     started = time.monotonic()
-    tickets = gate.admit(weight)
+    tickets = gate.admit(weight, resource)
     took = time.monotonic() - started
     timer.cancel()
     return took if tickets else None

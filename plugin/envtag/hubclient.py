@@ -245,12 +245,22 @@ class Quota:
 
 
 COMMIT_WEIGHT = 3  # the requests of one commit with a card: huggingface_hub's preupload, README check, commit
+# The Hub's rate limits are per resource: a request whose path holds /resolve/ (a file read) counts against
+# "resolvers", any other of envtag's against "api" (huggingface_hub's docs, "Hub Rate limits"). Each answer's
+# RateLimit header names the resource it counted against: the gate follows what the answers say (Gate.observe)
+API, RESOLVERS = "api", "resolvers"
+
+
+def resource_of(path: str) -> str:
+    """The kind of a request to ``path``, as the Hub's rate limits tell requests apart: RESOLVERS or API."""
+    return RESOLVERS if "/resolve/" in path else API
 
 
 class Gate:
     """What the clients of one job (``envtag audit``'s workers) share: one backoff, because the Hub's rate
-    limit is per token, not per request: when one client is answered 429 (or an answer says the window has no
-    request left), every client waits for the reset. ``rate`` (N, seconds): a budget of at most N requests in
+    limit is per token, not per request: when one client is answered 429, every client waits for the reset; when
+    an answer says a resource's window has no request left, every request of that resource waits (a file read
+    is not held by a spent API window, nor the reverse). ``rate`` (N, seconds): a budget of at most N requests in
     any window of that many seconds, across every client of the job (``--rate N/5m``). ``sent`` counts the
     requests let through. ``stop`` ends the job's requests early (Ctrl-C)."""
 
@@ -268,9 +278,12 @@ class Gate:
         # window of the Hub's can see more than N of them
         self._booked: dict[int, float] = {}
         self._tickets = itertools.count()
-        # the Hub's own quota, as its RateLimit headers last said, per resource; requests in flight when an
-        # answer was written may not have reached the Hub yet, so they are taken off
-        self._in_flight = 0
+        # the Hub's own quota, as its RateLimit headers last said, per resource; requests of that resource in
+        # flight when an answer was written may not have reached the Hub yet, so they are taken off
+        self._in_flight: dict[str, int] = {}
+        self._resource_of: dict[int, str] = {}  # ticket -> its resource, until its request ended
+        # a kind of request (API, RESOLVERS) -> the resource the Hub's answers to it name (itself until they say)
+        self._counted_as: dict[str, str] = {}
         self._hub_left: dict[str, Quota] = {}
 
     def hold(self, seconds: float) -> None:
@@ -297,15 +310,18 @@ class Gate:
             self.stop.wait(min(left, 0.25))
 
     def observe(self, resource: str, remaining: int, reset_in: float, limit: int | None = None,
-                window: float | None = None) -> None:
+                window: float | None = None, asked: str | None = None) -> None:
         """An answer's RateLimit header: ``remaining`` requests of ``resource`` until the reset. Until then, no
         more than that (less the other requests in flight, which the Hub may not have counted yet) are let
         through, so a job stays under the Hub's quota instead of being answered 429 first. ``limit`` and
         ``window`` (its RateLimit-Policy): what the next window holds, so that the reset does not let every
-        job through at once (they would overrun the new window before its first answer says so)."""
+        job through at once (they would overrun the new window before its first answer says so). ``asked``:
+        the kind of the request answered (API, RESOLVERS): its kind counts against ``resource`` from now on."""
         with self._lock:
+            if asked is not None:
+                self._counted_as[asked] = resource
             now = time.monotonic()
-            others = max(self._in_flight - 1, 0)
+            others = max(self._in_flight.get(resource, 0) - 1, 0)
             left, at = max(remaining - others, 0), now + min(max(reset_in, 0.0), GATE_MAX_SLEEP)
             policy = (limit, window) if limit and window else None
             known = self._hub_left.get(resource)
@@ -325,22 +341,24 @@ class Gate:
                     left, at = min(left, known.left), max(at, known.at)
             self._hub_left[resource] = Quota(left, at, policy)
 
-    def _hub_wait(self, weight: int, now: float) -> float:
-        """Seconds until the Hub's quota, as last observed, has room for ``weight`` requests (0: it has; a
-        call weighing more than a whole window asks only for a whole window). Past a reset, a quota whose
+    def _hub_wait(self, weight: int, now: float, resource: str) -> float:
+        """Seconds until the Hub's quota of ``resource``, as last observed, has room for ``weight`` requests (0:
+        it has; a call weighing more than a whole window asks only for a whole window). Past a reset, a quota whose
         policy is known starts a new window of that many requests, ending no earlier than a window from now
         (its first answer then says when); one whose policy is unknown is forgotten."""
         quotas: dict[str, Quota] = {}
-        for resource, quota in self._hub_left.items():
+        for name, quota in self._hub_left.items():
             if quota.at > now:
-                quotas[resource] = quota
+                quotas[name] = quota
             elif quota.policy is not None:
                 limit, window = quota.policy
-                quotas[resource] = Quota(limit, now + min(window, GATE_MAX_SLEEP), quota.policy, after=quota.at,
+                quotas[name] = Quota(limit, now + min(window, GATE_MAX_SLEEP), quota.policy, after=quota.at,
                                          guessed=True)
         self._hub_left = quotas
-        short = [q.at - now for q in quotas.values() if q.left < min(weight, q.policy[0] if q.policy else weight)]
-        return max(short, default=0.0)
+        quota = quotas.get(resource)
+        if quota is None or quota.left >= min(weight, quota.policy[0] if quota.policy else weight):
+            return 0.0
+        return quota.at - now
 
     def _rate_wait(self, weight: int, now: float) -> float:
         """Seconds until ``--rate``'s budget has room for ``weight`` requests (0: it has; inf: one in flight
@@ -355,20 +373,23 @@ class Gate:
         ends = sorted(self._booked.values())
         return ends[len(ends) + need - limit - 1] + window - now
 
-    def admit(self, weight: int = 1) -> list[int]:
-        """Wait until ``weight`` more requests fit in the rate budget and in the Hub's quota, then book them:
-        their tickets, to give back to ``release`` when they end. Returns [] when the job stops."""
+    def admit(self, weight: int = 1, resource: str = API) -> list[int]:
+        """Wait until ``weight`` more requests of kind ``resource`` fit in the rate budget (all kinds share it)
+        and in the Hub's quota of the resource they count against, then book them: their tickets, to give back
+        to ``release`` when they end. Returns [] when the job stops."""
         while True:
             with self._lock:
+                resource = self._counted_as.get(resource, resource)
                 now = time.monotonic()
-                left = max(self._until - now, self._hub_wait(weight, now), self._rate_wait(weight, now))
+                left = max(self._until - now, self._hub_wait(weight, now, resource), self._rate_wait(weight, now))
                 if left <= 0:
                     tickets = [next(self._tickets) for _ in range(weight)]
                     if self.rate is not None:
                         self._booked.update(dict.fromkeys(tickets[: self.rate[0]], math.inf))
-                    for quota in self._hub_left.values():
-                        quota.left -= weight
-                    self._in_flight += weight
+                    if resource in self._hub_left:
+                        self._hub_left[resource].left -= weight
+                    self._in_flight[resource] = self._in_flight.get(resource, 0) + weight
+                    self._resource_of.update(dict.fromkeys(tickets, resource))
                     self.sent += weight
                     return tickets
             if self.stop.wait(min(left, 0.25)):
@@ -377,7 +398,7 @@ class Gate:
     def cancel(self, tickets: list[int]) -> None:
         """These tickets' requests were never sent: they leave the budget without counting in any window."""
         with self._lock:
-            self._in_flight -= len(tickets)
+            self._ended(tickets)
             self.sent -= len(tickets)
             for ticket in tickets:
                 self._booked.pop(ticket, None)
@@ -386,10 +407,17 @@ class Gate:
         """The requests of these tickets ended: they count in the budget for one more window from now."""
         with self._lock:
             now = time.monotonic()
-            self._in_flight -= len(tickets)
+            self._ended(tickets)
             for ticket in tickets:
                 if ticket in self._booked:
                     self._booked[ticket] = now
+
+    def _ended(self, tickets: list[int]) -> None:
+        """These tickets' requests are no longer in flight (each counted once, however often it is said)."""
+        for ticket in tickets:
+            resource = self._resource_of.pop(ticket, None)
+            if resource is not None:
+                self._in_flight[resource] -= 1
 
 
 class Scope:
@@ -427,14 +455,15 @@ class Scope:
                                f"{self.budget:g} s (a very large or very slow repo); nothing was written",
                                code="budget")
 
-    def before(self, what: str, repo: str, weight: int = 1) -> list[int]:
+    def before(self, what: str, repo: str, weight: int = 1, resource: str = API) -> list[int]:
         """Wait for the gate and for room in the rate budget, then refuse a request of a stopped job or of a
-        repo past its budget. ``weight``: the HTTP requests behind one call (a commit sends three). Returns
-        the tickets to hand to ``after`` once the request ended."""
+        repo past its budget. ``weight``: the HTTP requests behind one call (a commit sends three);
+        ``resource``: the Hub's rate-limit resource they count against. Returns the tickets to hand to
+        ``after`` once the request ended."""
         self.gate.wait()
         self.check(what, repo)
         started = time.monotonic()
-        tickets = self.gate.admit(weight)
+        tickets = self.gate.admit(weight, resource)
         with self._lock:
             self.rate_waits += time.monotonic() - started
         try:
@@ -517,7 +546,7 @@ class _Meter:
                 scope.gate.wait()
                 scope.check(self.what, self.repo)
             else:
-                ticket = scope.before(self.what, self.repo)
+                ticket = scope.before(self.what, self.repo, resource=resource_of(request.url.path))
         except BaseException:
             if ticket is not None:
                 scope.cancel(ticket)
@@ -535,7 +564,7 @@ class _Meter:
 
     def on_response(self, response: Any) -> None:
         client = self.client
-        client._heed(response.headers)
+        client._heed(response.headers, resource_of(response.request.url.path))
         if response.status_code == 429:  # huggingface_hub retries it: every job of the audit waits first
             reset = _retry_after_header(response.headers)
             reset = reset if reset is not None else _window_spent(response.headers)
@@ -659,14 +688,15 @@ class Client:
         self.retry_base = float(os.environ.get("ENVTAG_RETRY_BASE_SECONDS", "1.0"))
         self.scope = _SCOPE.get()  # set by ``scoped``: a shared backoff and a budget (envtag audit)
 
-    def _heed(self, headers: Any) -> None:
-        """The Hub's ``RateLimit`` header, on any answer: once its window has no request left, every client of
-        the job waits for the reset, instead of being answered 429 first."""
+    def _heed(self, headers: Any, asked: str = API) -> None:
+        """The Hub's ``RateLimit`` header, on any answer to a request of kind ``asked``: once the window of the
+        resource it names has no request left, every request counted against it in the job waits for the
+        reset, instead of being answered 429 first."""
         if self.scope is not None:
             info = _quota(headers)
             if info is not None:
                 self.scope.gate.observe(info.resource_type, info.remaining, info.reset_in_seconds,
-                                        getattr(info, "limit", None), getattr(info, "window_seconds", None))
+                                        getattr(info, "limit", None), getattr(info, "window_seconds", None), asked)
 
     def _sleep(self, exc: BaseException, attempt: int) -> None:
         delay = _retry_after(exc)
@@ -678,14 +708,14 @@ class Client:
             return
         time.sleep(min(delay if delay is not None else backoff, MAX_SLEEP))
 
-    def call(self, what: str, repo: str, fn: Callable[[], T], *, retry: bool = True) -> T:
+    def call(self, what: str, repo: str, fn: Callable[[], T], *, retry: bool = True, resource: str = API) -> T:
         """Run ``fn`` with retries on 429/5xx and dropped connections; raise HubError otherwise. A connection
         that cannot even be made (offline, a wrong HF_ENDPOINT) is tried twice, not four times: the answer
         comes in seconds."""
         attempt = rate_limited = 0
         while True:
             attempt += 1
-            tickets = self.scope.before(what, repo) if self.scope is not None else []
+            tickets = self.scope.before(what, repo, resource=resource) if self.scope is not None else []
             self.requests += 1
             try:
                 return self._bounded(fn, what, repo)
@@ -970,7 +1000,7 @@ class Client:
         def get() -> bytes:
             with get_session().stream("GET", url, headers=headers, follow_redirects=True,
                                       timeout=timeouts()) as response:
-                self._heed(response.headers)
+                self._heed(response.headers, RESOLVERS)
                 if response.status_code == 416:  # empty file, or start past the end
                     return b""
                 if response.status_code >= 400:
@@ -987,7 +1017,7 @@ class Client:
                         break
                 return bytes(out[:length])
 
-        data = self.call(f"reading {quoted_path}", repo_id, get)
+        data = self.call(f"reading {quoted_path}", repo_id, get, resource=RESOLVERS)  # a /resolve/ URL
         self.bytes_downloaded += len(data)
         return data
 

@@ -53,7 +53,9 @@ request list never ends (a fresh page of open PRs each time, ``count`` 10**9). P
 commit description as their opening comment (``events[0]`` of the discussion details), can be closed or
 reopened (``POST .../discussions/N/status``, by their author or a writer), and ``hub.open_pr(...)`` opens one as
 any user. ``hub.set_rate_limit(N, seconds)`` enforces a fixed-window quota as the Hub does: every answer carries
-its ``RateLimit``/``RateLimit-Policy`` headers, and a request past the quota is answered 429.
+its ``RateLimit``/``RateLimit-Policy`` headers, and a request past the quota is answered 429;
+``set_rate_limit(N, seconds, resource="resolvers")`` (or ``"api"``) keeps one resource's quota apart, as the Hub
+does (a path with /resolve/ counts against resolvers).
 ``HubServer(latency=s)`` (or ``hub.latency``) delays every request by ``s`` seconds, a fixed round trip for
 benchmarks.
 

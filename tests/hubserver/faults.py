@@ -5,9 +5,20 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from .model import _ascii, _Fault, _HTTPError, _json_response, _Response
+
+
+@dataclass
+class _Quota:
+    """One fixed-window quota of the Hub's: ``limit`` requests a window of ``window`` seconds."""
+
+    limit: int
+    window: int
+    start: float | None = None  # when the current window began (its first request)
+    used: int = 0
 
 
 class Faults:
@@ -75,29 +86,42 @@ class Faults:
         response. The request is handled (a commit is applied); `on_fire` is called before that."""
         self._add_fault(_Fault("cut", method, path_contains, times, after_bytes=after_bytes, on_fire=on_fire))
 
-    def set_rate_limit(self, requests: int | None, window: int = 300) -> None:
+    def set_rate_limit(self, requests: int | None, window: int = 300, resource: str | None = None) -> None:
         """Enforce a fixed-window quota as the Hub does (None: no quota): every answer carries
         ``RateLimit: "api";r=REMAINING;t=SECONDS_TO_RESET`` and ``RateLimit-Policy: "fixed window";"api";q=N;w=W``,
-        and a request past the quota is answered 429 (not handled). Windows start at the first request."""
-        with self._lock:
-            self.rate_limit = (requests, window) if requests is not None else None
-            self._quota_start, self._quota_used = None, 0
+        and a request past the quota is answered 429 (not handled). Windows start at the first request.
 
-    def _quota_take(self) -> tuple[bool, list[tuple[str, str]]] | None:
-        """Count one request in the current window: (past the quota?, the headers to answer with)."""
+        ``resource`` None: one quota over every request, named "api" (and any per-resource quota is dropped).
+        "api" or "resolvers": a quota of that resource alone, kept apart as the Hub keeps them: a request whose
+        path holds /resolve/ counts against "resolvers" (and its answer names it), any other against "api"."""
         with self._lock:
-            if self.rate_limit is None:
+            if resource is None:
+                self.rate_limits.clear()
+            key = resource or "*"
+            if requests is None:
+                self.rate_limits.pop(key, None)
+            else:
+                self.rate_limits[key] = _Quota(requests, window)
+
+    def _quota_take(self, path: str) -> tuple[bool, list[tuple[str, str]]] | None:
+        """Count one request to ``path`` in its resource's current window: (past the quota?, the headers to
+        answer with)."""
+        with self._lock:
+            resource = "resolvers" if "/resolve/" in path else "api"
+            quota = self.rate_limits.get("*") or self.rate_limits.get(resource)
+            if quota is None:
                 return None
-            limit, window = self.rate_limit
+            resource = "api" if "*" in self.rate_limits else resource
             now = time.monotonic()
-            if self._quota_start is None or now >= self._quota_start + window:
-                self._quota_start, self._quota_used = now, 0
-            self._quota_used += 1
-            remaining = max(limit - self._quota_used, 0)
-            reset = max(1, math.ceil(self._quota_start + window - now))
-        headers = [("RateLimit", f'"api";r={remaining};t={reset}'),
-                   ("RateLimit-Policy", f'"fixed window";"api";q={limit};w={window}')]
-        return self._quota_used > limit, headers
+            if quota.start is None or now >= quota.start + quota.window:
+                quota.start, quota.used = now, 0
+            quota.used += 1
+            remaining = max(quota.limit - quota.used, 0)
+            reset = max(1, math.ceil(quota.start + quota.window - now))
+            past = quota.used > quota.limit
+        headers = [("RateLimit", f'"{resource}";r={remaining};t={reset}'),
+                   ("RateLimit-Policy", f'"fixed window";"{resource}";q={quota.limit};w={quota.window}')]
+        return past, headers
 
     def clear_faults(self) -> None:
         with self._lock:

@@ -80,7 +80,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = unquote(raw_path)
         body = self._read_body()
         fault = hub._take_fault(method, raw_path, path)
-        quota = hub._quota_take()  # None, or (past the quota?, the RateLimit headers)
+        quota = hub._quota_take(path)  # None, or (past the quota?, the RateLimit headers)
         # The record is logged on arrival and completed just before the last byte of the response is written,
         # so a client that has received its response always finds it complete in `HubServer.requests`.
         rec = RequestRecord(

@@ -93,9 +93,7 @@ class HubServer(ListingRoutes, FilesRoutes, CommitsRoutes, DiscussionsRoutes, Fa
         self.listing_extra: list[tuple[str, str]] = []  # (repo_type, repo_id) every listing names too
         self.endless_discussions: set[str] = set()  # repo ids whose pull request list never ends
         self.null_sha: set[str] = set()  # repo ids whose info answers "sha": null
-        self.rate_limit: tuple[int, int] | None = None  # (requests, seconds): see Faults.set_rate_limit
-        self._quota_start: float | None = None
-        self._quota_used = 0
+        self.rate_limits: dict = {}  # "*" (every request), "api" or "resolvers" -> its quota: Faults.set_rate_limit
         self._log_entries: list[RequestRecord] = []
         self._index_cache: OrderedDict[str, _TreeIndex] = OrderedDict()
         self._card_cache: dict[str, Any] = {}
