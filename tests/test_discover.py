@@ -526,25 +526,64 @@ def test_a_spent_api_window_does_not_hold_the_file_reads(tmp_path, monkeypatch, 
 def test_a_resources_spent_quota_holds_its_own_requests_only():
     from envtag.hubclient import API, RESOLVERS, Gate, resource_of
 
-    assert resource_of("/datasets/a/b/resolve/0123/x.jsonl") == RESOLVERS
-    assert resource_of("/api/datasets/a/b/tree/0123") == API == resource_of("/api/datasets/a/b/preupload/main")
+    # the kind of a request: a file read is a /resolve/ URL never under /api/, whatever a repo is named
+    assert resource_of("/datasets/a/b/resolve/0123/x.jsonl") == RESOLVERS == resource_of("/hub/a/b/resolve/m/x", "/hub")
+    assert resource_of("/api/datasets/alice/resolve/commit/main") == API == resource_of("/api/datasets/a/b/tree/0")
+    assert resource_of("/hub/api/datasets/a/resolve/preupload/main", "/hub") == API
+    # once answers named each kind's resource, a spent quota holds its own kind only
     gate = Gate()
-    gate.observe(RESOLVERS, 0, 30)
+    gate.observe(API, 5, 30, asked=API)
+    gate.observe(RESOLVERS, 0, 30, asked=RESOLVERS)
     assert admitted_within(gate, 2, resource=API) is not None
     assert admitted_within(gate, 0.5, resource=RESOLVERS) is None  # it waits for the resolvers' reset
-    # what is left is taken down by the requests in flight of the same resource only (besides the answered one)
+    # what is left is taken down by the other requests in flight counted against the same resource only
     gate = Gate()
+    gate.observe(API, 10, 30, asked=API)
+    gate.observe(RESOLVERS, 10, 30, asked=RESOLVERS)
     first, second, read = gate.admit(resource=API), gate.admit(resource=API), gate.admit(resource=RESOLVERS)
-    gate.observe(API, 2, 30)  # the first request's answer: 2 left, less the second one, still in flight
+    gate.observe(API, 2, 30, asked=API)  # the first request's answer: 2 left, less the second one in flight
     assert admitted_within(gate, 2, resource=API) is not None
     assert admitted_within(gate, 0.5, resource=API) is None
     for tickets in (first, second, read, read):  # the read's end said twice: counted once
         gate.release(tickets)
     assert gate._in_flight == {API: 1, RESOLVERS: 0}  # the one admitted above is still in flight
-    # a Hub whose answers to file reads name the API's quota (one quota for all): the reads count against it
+    # an answer moves a kind to the resource it names, for a request already waiting too
     gate = Gate()
-    gate.observe(API, 0, 30, asked=RESOLVERS)
+    gate.observe(API, 0, 30, asked=RESOLVERS)  # this Hub counts file reads against its API quota
+    gate.observe(RESOLVERS, 5, 30, asked=API)
     assert admitted_within(gate, 0.5, resource=RESOLVERS) is None
+
+
+def test_a_kind_no_answer_named_yet_waits_for_every_quota_but_one_probe():
+    """Until an answer names what file reads count against, a read waits for any spent quota, all but one (a
+    probe: its answer says); reads in flight then are taken off whatever the answer names."""
+    from envtag.hubclient import API, RESOLVERS, Gate
+
+    gate = Gate()
+    gate.observe(API, 0, 30, asked=API)
+    assert admitted_within(gate, 2, resource=RESOLVERS) is not None  # the probe
+    assert admitted_within(gate, 0.5, resource=RESOLVERS) is None  # a second one waits for the probe's answer
+    gate = Gate()
+    for _ in range(3):
+        gate.admit(resource=RESOLVERS)
+    gate.observe(API, 2, 30, asked=RESOLVERS)  # the first read's answer: its 2 siblings in flight take the 2 left
+    assert admitted_within(gate, 0.5, resource=RESOLVERS) is None
+    gate = Gate()
+    gate.observe(API, 0, 30, asked=API)
+    assert admitted_within(gate, 0.5, weight=3, resource=RESOLVERS) is None  # a probe is one request
+
+
+def test_a_hub_counting_every_request_against_one_quota_answers_one_probe_429_at_most(fresh):
+    """The test server's single quota (every request named "api"): the listing spends it, and the workers about
+    to read files wait for it, but for one probe (end to end; the unit test above pins the probe down)."""
+    for i in range(4):
+        fresh.create_repo(f"alice/chat{i:02d}", files=ordinary("jsonl", i))
+    fresh.set_rate_limit(2, 1)
+    fresh.reset_log()
+    stats = DiscoverStats()
+    assert list(discover(author="alice", jobs=4, stats=stats)) == []
+    assert stats.probed == 4
+    assert [r.status for r in fresh.requests].count(429) <= 1, [(r.path, r.status) for r in fresh.requests]
 
 
 def test_rate_and_other_usage_errors_exit_2_before_any_request(fresh, tmp_path):

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from .errors import HubError
 from .model import is_commit_sha
@@ -251,9 +251,12 @@ COMMIT_WEIGHT = 3  # the requests of one commit with a card: huggingface_hub's p
 API, RESOLVERS = "api", "resolvers"
 
 
-def resource_of(path: str) -> str:
-    """The kind of a request to ``path``, as the Hub's rate limits tell requests apart: RESOLVERS or API."""
-    return RESOLVERS if "/resolve/" in path else API
+def resource_of(path: str, root: str = "") -> str:
+    """The kind of a request to ``path``, as the Hub's rate limits tell requests apart: a file read (a /resolve/
+    URL, never one under /api/, whatever a repo is named) is RESOLVERS, anything else API. ``root``: the
+    endpoint's own path, when it has one (a mirror at https://host/hub)."""
+    rest = path[len(root):] if root and path.startswith(root + "/") else path
+    return RESOLVERS if not rest.startswith("/api/") and "/resolve/" in rest else API
 
 
 class Gate:
@@ -278,13 +281,15 @@ class Gate:
         # window of the Hub's can see more than N of them
         self._booked: dict[int, float] = {}
         self._tickets = itertools.count()
-        # the Hub's own quota, as its RateLimit headers last said, per resource; requests of that resource in
-        # flight when an answer was written may not have reached the Hub yet, so they are taken off
-        self._in_flight: dict[str, int] = {}
-        self._resource_of: dict[int, str] = {}  # ticket -> its resource, until its request ended
-        # a kind of request (API, RESOLVERS) -> the resource the Hub's answers to it name (itself until they say)
-        self._counted_as: dict[str, str] = {}
+        # the Hub's own quota, as its RateLimit headers last said, per resource; requests counted against it
+        # that were in flight when an answer was written may not have reached the Hub yet, so they are taken off
         self._hub_left: dict[str, Quota] = {}
+        # a kind of request (API, RESOLVERS) -> the resource the Hub's answers to it named; a kind no answer
+        # has named yet counts against every quota, as far as the gate knows
+        self._counted_as: dict[str, str] = {}
+        self._in_flight: dict[str, int] = {}  # kind -> its requests in flight
+        self._kind_of: dict[int, str] = {}  # ticket -> its kind, until its request ended
+        self._probes: dict[int, str] = {}  # ticket -> kind: a request sent to learn what its kind counts against
 
     def hold(self, seconds: float) -> None:
         """Close the gate for ``seconds`` from now (an earlier, longer hold stands)."""
@@ -321,7 +326,10 @@ class Gate:
             if asked is not None:
                 self._counted_as[asked] = resource
             now = time.monotonic()
-            others = max(self._in_flight.get(resource, 0) - 1, 0)
+            # the requests in flight that may count against this resource (the kinds it was named for, and the
+            # kinds not named yet), but the one answered
+            others = max(sum(count for kind, count in self._in_flight.items()
+                             if self._counted_as.get(kind, resource) == resource) - 1, 0)
             left, at = max(remaining - others, 0), now + min(max(reset_in, 0.0), GATE_MAX_SLEEP)
             policy = (limit, window) if limit and window else None
             known = self._hub_left.get(resource)
@@ -341,11 +349,11 @@ class Gate:
                     left, at = min(left, known.left), max(at, known.at)
             self._hub_left[resource] = Quota(left, at, policy)
 
-    def _hub_wait(self, weight: int, now: float, resource: str) -> float:
-        """Seconds until the Hub's quota of ``resource``, as last observed, has room for ``weight`` requests (0:
-        it has; a call weighing more than a whole window asks only for a whole window). Past a reset, a quota whose
-        policy is known starts a new window of that many requests, ending no earlier than a window from now
-        (its first answer then says when); one whose policy is unknown is forgotten."""
+    def _hub_wait(self, weight: int, now: float, resource: str | None) -> float:
+        """Seconds until the Hub's quota of ``resource`` (None: every quota), as last observed, has room for
+        ``weight`` requests (0: it has; a call weighing more than a whole window asks only for a whole window).
+        Past a reset, a quota whose policy is known starts a new window of that many requests, ending no earlier
+        than a window from now (its first answer then says when); one whose policy is unknown is forgotten."""
         quotas: dict[str, Quota] = {}
         for name, quota in self._hub_left.items():
             if quota.at > now:
@@ -355,10 +363,9 @@ class Gate:
                 quotas[name] = Quota(limit, now + min(window, GATE_MAX_SLEEP), quota.policy, after=quota.at,
                                          guessed=True)
         self._hub_left = quotas
-        quota = quotas.get(resource)
-        if quota is None or quota.left >= min(weight, quota.policy[0] if quota.policy else weight):
-            return 0.0
-        return quota.at - now
+        short = [q.at - now for name, q in quotas.items() if resource in (None, name)
+                 and q.left < min(weight, q.policy[0] if q.policy else weight)]
+        return max(short, default=0.0)
 
     def _rate_wait(self, weight: int, now: float) -> float:
         """Seconds until ``--rate``'s budget has room for ``weight`` requests (0: it has; inf: one in flight
@@ -374,22 +381,34 @@ class Gate:
         return ends[len(ends) + need - limit - 1] + window - now
 
     def admit(self, weight: int = 1, resource: str = API) -> list[int]:
-        """Wait until ``weight`` more requests of kind ``resource`` fit in the rate budget (all kinds share it)
-        and in the Hub's quota of the resource they count against, then book them: their tickets, to give back
-        to ``release`` when they end. Returns [] when the job stops."""
+        """Wait until ``weight`` more requests of kind ``resource`` (API, RESOLVERS) fit in the rate budget (all
+        kinds share it) and in the Hub's quota of the resource their answers named, then book them: their
+        tickets, to give back to ``release`` when they end. Returns [] when the job stops.
+
+        A kind no answer has named yet waits for its namesake quota and for every other one, but one request of
+        it (a probe) goes out past another spent quota: its answer says what the kind counts against (on the
+        Hub, a file read is not held by a spent API window). Where the Hub does count it there, that one
+        request is answered 429, and waits."""
+        kind = resource
         while True:
             with self._lock:
-                resource = self._counted_as.get(resource, resource)
                 now = time.monotonic()
-                left = max(self._until - now, self._hub_wait(weight, now, resource), self._rate_wait(weight, now))
+                counted = self._counted_as.get(kind)
+                own = self._hub_wait(weight, now, kind if counted is None else counted)
+                other = self._hub_wait(weight, now, None) if counted is None else 0.0
+                probe = other > 0 >= own and weight == 1 and kind not in self._probes.values()
+                left = max(self._until - now, own if probe else max(own, other), self._rate_wait(weight, now))
                 if left <= 0:
                     tickets = [next(self._tickets) for _ in range(weight)]
                     if self.rate is not None:
                         self._booked.update(dict.fromkeys(tickets[: self.rate[0]], math.inf))
-                    if resource in self._hub_left:
-                        self._hub_left[resource].left -= weight
-                    self._in_flight[resource] = self._in_flight.get(resource, 0) + weight
-                    self._resource_of.update(dict.fromkeys(tickets, resource))
+                    for name, quota in self._hub_left.items():
+                        if counted in (None, name):
+                            quota.left -= weight
+                    self._in_flight[kind] = self._in_flight.get(kind, 0) + weight
+                    self._kind_of.update(dict.fromkeys(tickets, kind))
+                    if probe:
+                        self._probes[tickets[0]] = kind
                     self.sent += weight
                     return tickets
             if self.stop.wait(min(left, 0.25)):
@@ -415,9 +434,10 @@ class Gate:
     def _ended(self, tickets: list[int]) -> None:
         """These tickets' requests are no longer in flight (each counted once, however often it is said)."""
         for ticket in tickets:
-            resource = self._resource_of.pop(ticket, None)
-            if resource is not None:
-                self._in_flight[resource] -= 1
+            kind = self._kind_of.pop(ticket, None)
+            if kind is not None:
+                self._in_flight[kind] -= 1
+                self._probes.pop(ticket, None)
 
 
 class Scope:
@@ -501,6 +521,7 @@ class _Meter:
 
     def __init__(self, client: Client, what: str, repo: str, reserved: list[int]):
         self.client, self.what, self.repo = client, what, repo
+        self.root = urlsplit(client.endpoint).path.rstrip("/")  # the endpoint's own path, for resource_of
         self.session = None  # the session hooked for this call (metered_session): one built meanwhile is not
         self.reserved = list(reserved)
         self.in_flight: list[list[int]] = []  # tickets of requests sent and not answered yet, oldest first
@@ -546,7 +567,7 @@ class _Meter:
                 scope.gate.wait()
                 scope.check(self.what, self.repo)
             else:
-                ticket = scope.before(self.what, self.repo, resource=resource_of(request.url.path))
+                ticket = scope.before(self.what, self.repo, resource=resource_of(request.url.path, self.root))
         except BaseException:
             if ticket is not None:
                 scope.cancel(ticket)
@@ -564,7 +585,7 @@ class _Meter:
 
     def on_response(self, response: Any) -> None:
         client = self.client
-        client._heed(response.headers, resource_of(response.request.url.path))
+        client._heed(response.headers, resource_of(response.request.url.path, self.root))
         if response.status_code == 429:  # huggingface_hub retries it: every job of the audit waits first
             reset = _retry_after_header(response.headers)
             reset = reset if reset is not None else _window_spent(response.headers)

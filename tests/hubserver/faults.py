@@ -92,11 +92,14 @@ class Faults:
         and a request past the quota is answered 429 (not handled). Windows start at the first request.
 
         ``resource`` None: one quota over every request, named "api" (and any per-resource quota is dropped).
-        "api" or "resolvers": a quota of that resource alone, kept apart as the Hub keeps them: a request whose
-        path holds /resolve/ counts against "resolvers" (and its answer names it), any other against "api"."""
+        "api" or "resolvers": a quota of that resource alone, kept apart as the Hub keeps them: a file read (a
+        /resolve/ URL, not under /api/) counts against "resolvers" (and its answer names it), any other request
+        against "api"."""
         with self._lock:
             if resource is None:
                 self.rate_limits.clear()
+            else:  # per resource from now on
+                self.rate_limits.pop("*", None)
             key = resource or "*"
             if requests is None:
                 self.rate_limits.pop(key, None)
@@ -107,7 +110,7 @@ class Faults:
         """Count one request to ``path`` in its resource's current window: (past the quota?, the headers to
         answer with)."""
         with self._lock:
-            resource = "resolvers" if "/resolve/" in path else "api"
+            resource = "resolvers" if not path.startswith("/api/") and "/resolve/" in path else "api"
             quota = self.rate_limits.get("*") or self.rate_limits.get(resource)
             if quota is None:
                 return None
