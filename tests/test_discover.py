@@ -573,6 +573,45 @@ def test_a_kind_no_answer_named_yet_waits_for_every_quota_but_one_probe():
     assert admitted_within(gate, 0.5, weight=3, resource=RESOLVERS) is None  # a probe is one request
 
 
+def test_a_probe_goes_once_a_window_however_its_answer_went():
+    """A probe whose answer named nothing (a file read answered by a CDN, a 5xx, a request given up) does not
+    free the way for another before the quota it passed resets; a kind counts against every resource its
+    answers named; a ticket cancelled twice is uncounted once."""
+    from envtag.hubclient import API, RESOLVERS, Gate
+
+    gate = Gate()
+    gate.observe(API, 0, 30, asked=API)
+    probe = gate.admit(resource=RESOLVERS)
+    gate.release(probe)  # its answer carried no RateLimit header
+    assert admitted_within(gate, 0.5, resource=RESOLVERS) is None
+    gate = Gate()
+    gate.observe(API, 0, 30, asked=RESOLVERS)
+    gate.observe(RESOLVERS, 100, 30, asked=RESOLVERS)  # another read's answer names the resolvers' quota
+    assert admitted_within(gate, 0.5, resource=RESOLVERS) is None  # the spent API window still holds reads
+    gate = Gate()
+    tickets = gate.admit()
+    gate.cancel(tickets)
+    gate.cancel(tickets)
+    assert gate.sent == 0 and gate._in_flight == {API: 0}
+
+
+def test_a_file_reads_quota_is_read_off_the_redirect_to_its_cdn(monkeypatch):
+    """The Hub answers a read of an LFS file with a redirect to its CDN, whose answer carries no RateLimit
+    header: the redirect's names the read's quota."""
+    from envtag.hubclient import API, RESOLVERS, Client, Gate, Scope, _http_module, scoped
+
+    http = _http_module()
+    read = http.Request("GET", "https://hub.invalid/datasets/a/b/resolve/0123/data.parquet")
+    redirect = http.Response(302, headers={"RateLimit": '"resolvers";r=0;t=30', "Location": "https://cdn.invalid/x"},
+                             request=read)
+    answer = http.Response(206, request=http.Request("GET", "https://cdn.invalid/x"), history=[redirect])
+    gate = Gate()
+    with scoped(Scope(gate)):
+        Client(token=None, endpoint="https://hub.invalid")._heed(answer, RESOLVERS)
+    assert admitted_within(gate, 2, resource=API) is not None
+    assert admitted_within(gate, 0.5, resource=RESOLVERS) is None
+
+
 def test_a_hub_counting_every_request_against_one_quota_answers_one_probe_429_at_most(fresh):
     """The test server's single quota (every request named "api"): the listing spends it, and the workers about
     to read files wait for it, but for one probe (end to end; the unit test above pins the probe down)."""

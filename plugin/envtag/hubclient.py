@@ -23,7 +23,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from urllib.parse import quote, urlsplit
@@ -284,12 +284,14 @@ class Gate:
         # the Hub's own quota, as its RateLimit headers last said, per resource; requests counted against it
         # that were in flight when an answer was written may not have reached the Hub yet, so they are taken off
         self._hub_left: dict[str, Quota] = {}
-        # a kind of request (API, RESOLVERS) -> the resource the Hub's answers to it named; a kind no answer
+        # a kind of request (API, RESOLVERS) -> the resources the Hub's answers to it named; a kind no answer
         # has named yet counts against every quota, as far as the gate knows
-        self._counted_as: dict[str, str] = {}
+        self._counted_as: dict[str, set[str]] = {}
         self._in_flight: dict[str, int] = {}  # kind -> its requests in flight
         self._kind_of: dict[int, str] = {}  # ticket -> its kind, until its request ended
-        self._probes: dict[int, str] = {}  # ticket -> kind: a request sent to learn what its kind counts against
+        # kind -> until when no probe of it goes out (a request sent past another resource's spent quota to learn
+        # what the kind counts against): one a window, however its answer went
+        self._probed_until: dict[str, float] = {}
 
     def hold(self, seconds: float) -> None:
         """Close the gate for ``seconds`` from now (an earlier, longer hold stands)."""
@@ -324,12 +326,12 @@ class Gate:
         the kind of the request answered (API, RESOLVERS): its kind counts against ``resource`` from now on."""
         with self._lock:
             if asked is not None:
-                self._counted_as[asked] = resource
+                self._counted_as.setdefault(asked, set()).add(resource)
             now = time.monotonic()
             # the requests in flight that may count against this resource (the kinds it was named for, and the
             # kinds not named yet), but the one answered
             others = max(sum(count for kind, count in self._in_flight.items()
-                             if self._counted_as.get(kind, resource) == resource) - 1, 0)
+                             if resource in self._counted_as.get(kind, (resource,))) - 1, 0)
             left, at = max(remaining - others, 0), now + min(max(reset_in, 0.0), GATE_MAX_SLEEP)
             policy = (limit, window) if limit and window else None
             known = self._hub_left.get(resource)
@@ -349,8 +351,8 @@ class Gate:
                     left, at = min(left, known.left), max(at, known.at)
             self._hub_left[resource] = Quota(left, at, policy)
 
-    def _hub_wait(self, weight: int, now: float, resource: str | None) -> float:
-        """Seconds until the Hub's quota of ``resource`` (None: every quota), as last observed, has room for
+    def _hub_wait(self, weight: int, now: float, resources: Collection[str] | None) -> float:
+        """Seconds until the Hub's quotas of ``resources`` (None: every quota), as last observed, have room for
         ``weight`` requests (0: it has; a call weighing more than a whole window asks only for a whole window).
         Past a reset, a quota whose policy is known starts a new window of that many requests, ending no earlier
         than a window from now (its first answer then says when); one whose policy is unknown is forgotten."""
@@ -363,7 +365,7 @@ class Gate:
                 quotas[name] = Quota(limit, now + min(window, GATE_MAX_SLEEP), quota.policy, after=quota.at,
                                          guessed=True)
         self._hub_left = quotas
-        short = [q.at - now for name, q in quotas.items() if resource in (None, name)
+        short = [q.at - now for name, q in quotas.items() if (resources is None or name in resources)
                  and q.left < min(weight, q.policy[0] if q.policy else weight)]
         return max(short, default=0.0)
 
@@ -386,29 +388,29 @@ class Gate:
         tickets, to give back to ``release`` when they end. Returns [] when the job stops.
 
         A kind no answer has named yet waits for its namesake quota and for every other one, but one request of
-        it (a probe) goes out past another spent quota: its answer says what the kind counts against (on the
-        Hub, a file read is not held by a spent API window). Where the Hub does count it there, that one
-        request is answered 429, and waits."""
+        it a window (a probe) goes out past another spent quota: its answer says what the kind counts against
+        (on the Hub, a file read is not held by a spent API window). Where the Hub does count it there, that
+        one request is answered 429, and waits. A kind counts against every resource its answers named."""
         kind = resource
         while True:
             with self._lock:
                 now = time.monotonic()
                 counted = self._counted_as.get(kind)
-                own = self._hub_wait(weight, now, kind if counted is None else counted)
+                own = self._hub_wait(weight, now, (kind,) if counted is None else counted)
                 other = self._hub_wait(weight, now, None) if counted is None else 0.0
-                probe = other > 0 >= own and weight == 1 and kind not in self._probes.values()
+                probe = other > 0 >= own and weight == 1 and now >= self._probed_until.get(kind, -math.inf)
                 left = max(self._until - now, own if probe else max(own, other), self._rate_wait(weight, now))
                 if left <= 0:
                     tickets = [next(self._tickets) for _ in range(weight)]
                     if self.rate is not None:
                         self._booked.update(dict.fromkeys(tickets[: self.rate[0]], math.inf))
                     for name, quota in self._hub_left.items():
-                        if counted in (None, name):
+                        if counted is None or name in counted:
                             quota.left -= weight
                     self._in_flight[kind] = self._in_flight.get(kind, 0) + weight
                     self._kind_of.update(dict.fromkeys(tickets, kind))
-                    if probe:
-                        self._probes[tickets[0]] = kind
+                    if probe:  # the next one, once the quota it passed reset (or an answer named the kind)
+                        self._probed_until[kind] = now + other
                     self.sent += weight
                     return tickets
             if self.stop.wait(min(left, 0.25)):
@@ -417,8 +419,7 @@ class Gate:
     def cancel(self, tickets: list[int]) -> None:
         """These tickets' requests were never sent: they leave the budget without counting in any window."""
         with self._lock:
-            self._ended(tickets)
-            self.sent -= len(tickets)
+            self.sent -= self._ended(tickets)
             for ticket in tickets:
                 self._booked.pop(ticket, None)
 
@@ -431,13 +432,16 @@ class Gate:
                 if ticket in self._booked:
                     self._booked[ticket] = now
 
-    def _ended(self, tickets: list[int]) -> None:
-        """These tickets' requests are no longer in flight (each counted once, however often it is said)."""
+    def _ended(self, tickets: list[int]) -> int:
+        """These tickets' requests are no longer in flight (each counted once, however often it is said): how
+        many were."""
+        ended = 0
         for ticket in tickets:
             kind = self._kind_of.pop(ticket, None)
             if kind is not None:
                 self._in_flight[kind] -= 1
-                self._probes.pop(ticket, None)
+                ended += 1
+        return ended
 
 
 class Scope:
@@ -585,7 +589,7 @@ class _Meter:
 
     def on_response(self, response: Any) -> None:
         client = self.client
-        client._heed(response.headers, resource_of(response.request.url.path, self.root))
+        client._heed_headers(response.headers, resource_of(response.request.url.path, self.root))
         if response.status_code == 429:  # huggingface_hub retries it: every job of the audit waits first
             reset = _retry_after_header(response.headers)
             reset = reset if reset is not None else _window_spent(response.headers)
@@ -709,7 +713,13 @@ class Client:
         self.retry_base = float(os.environ.get("ENVTAG_RETRY_BASE_SECONDS", "1.0"))
         self.scope = _SCOPE.get()  # set by ``scoped``: a shared backoff and a budget (envtag audit)
 
-    def _heed(self, headers: Any, asked: str = API) -> None:
+    def _heed(self, response: Any, asked: str = API) -> None:
+        """``_heed_headers`` of an answer and of the redirects that led to it: a file read is answered by a
+        redirect to a CDN, whose own answer carries no RateLimit header."""
+        for answer in (*response.history, response):
+            self._heed_headers(answer.headers, asked)
+
+    def _heed_headers(self, headers: Any, asked: str = API) -> None:
         """The Hub's ``RateLimit`` header, on any answer to a request of kind ``asked``: once the window of the
         resource it names has no request left, every request counted against it in the job waits for the
         reset, instead of being answered 429 first."""
@@ -868,7 +878,7 @@ class Client:
         def fetch() -> Any:
             with get_session().stream("GET", url, headers=headers, params=params, follow_redirects=True,
                                       timeout=timeouts()) as response:
-                self._heed(response.headers)
+                self._heed(response)
                 if response.status_code >= 400:
                     response.read()
                     hf_raise_for_status(response)
@@ -895,7 +905,7 @@ class Client:
             raise HubError(f"the Hub's listing links to {url!r}, not on {self.endpoint}; stopped, nothing sent there")
         with get_session().stream("GET", url, headers=headers, follow_redirects=True,
                                   timeout=timeouts()) as response:
-            self._heed(response.headers)
+            self._heed(response)
             if response.status_code >= 400:
                 response.read()
                 hf_raise_for_status(response)
@@ -1021,7 +1031,7 @@ class Client:
         def get() -> bytes:
             with get_session().stream("GET", url, headers=headers, follow_redirects=True,
                                       timeout=timeouts()) as response:
-                self._heed(response.headers, RESOLVERS)
+                self._heed(response, RESOLVERS)
                 if response.status_code == 416:  # empty file, or start past the end
                     return b""
                 if response.status_code >= 400:
