@@ -612,19 +612,6 @@ def test_a_file_reads_quota_is_read_off_the_redirect_to_its_cdn(monkeypatch):
     assert admitted_within(gate, 0.5, resource=RESOLVERS) is None
 
 
-def test_a_hub_counting_every_request_against_one_quota_answers_one_probe_429_at_most(fresh):
-    """The test server's single quota (every request named "api"): the listing spends it, and the workers about
-    to read files wait for it, but for one probe (end to end; the unit test above pins the probe down)."""
-    for i in range(4):
-        fresh.create_repo(f"alice/chat{i:02d}", files=ordinary("jsonl", i))
-    fresh.set_rate_limit(2, 1)
-    fresh.reset_log()
-    stats = DiscoverStats()
-    assert list(discover(author="alice", jobs=4, stats=stats)) == []
-    assert stats.probed == 4
-    assert [r.status for r in fresh.requests].count(429) <= 1, [(r.path, r.status) for r in fresh.requests]
-
-
 def test_rate_and_other_usage_errors_exit_2_before_any_request(fresh, tmp_path):
     for args, piece in ((["--discover", "--rate", "fast"], "--rate 'fast': a rate is N/WINDOW"),
                         (["--discover", "--rate", "0/5m"], "a rate is N/WINDOW"),
