@@ -146,7 +146,11 @@ def _add_audit(sub, native: argparse.ArgumentParser) -> None:
 def run() -> int:
     """The ``envtag`` console script and ``python -m envtag``: the command in a process of its own."""
     process.own_session()
-    return main()
+    code = main()
+    # The process ends next: the collector need not walk every object of a big listing one last time at exit
+    # (half of the exit's cost on a 50,000-file revision: ~20 ms of ~45). Exit handlers still run.
+    gc.freeze()
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
