@@ -102,6 +102,24 @@ def test_a_whole_read_never_returns_a_truncated_prefetch(srv):
     assert tree.failures == []
 
 
+def test_a_ranged_answer_cut_before_the_end_is_read_on_not_taken_whole(srv, capsys):
+    """A CDN serving big ranges in parts: a 206 with fewer bytes than asked, its Content-Range giving the file's
+    size. The card was taken whole from the first part, and the tagged card committed cut: its body lost."""
+    body = "".join(f"Line {i}: documentation of the dataset.\n" for i in range(4000))  # ~160 KB
+    original = CARD_CRLF + body
+    srv.create_repo("alice/ts", files={**harbor_tasks("tasks", ["a"]), "README.md": original.encode()})
+    srv.max_range_bytes = 64 * 1024
+    assert cli.main(["tag", "hf://datasets/alice/ts"]) == 0
+    assert "README.md: committed: " in capsys.readouterr().out
+    assert_only_tags_added(original, card(srv, "alice/ts"), TAGS)
+    reads = [r for r in srv.requests if r.path.endswith("/README.md")]
+    assert len(reads) == 3, reads  # 64 KiB, 64 KiB, then the rest (~33 KB): the end the Content-Range gave
+    # a short answer is the end of a file when its Content-Range says so: a small file costs one request
+    srv.reset_log()
+    assert hub_tree(srv, "alice/ts").read("tasks/a/task.toml")
+    assert len([r for r in srv.requests if r.path.endswith("task.toml")]) == 1
+
+
 # -- 2. a listing that never ends ----------------------------------------------------------------------
 
 FAULTS = {  # fault -> (the most listing requests envtag may make, what the error says)

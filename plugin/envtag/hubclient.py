@@ -21,6 +21,7 @@ import json
 import math
 import os
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -181,6 +182,20 @@ def _token_sent(exc: BaseException) -> bool:
     request = getattr(getattr(exc, "response", None), "request", None)
     headers = getattr(request, "headers", None)
     return bool(headers is not None and headers.get("authorization"))
+
+
+_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
+
+
+def _range_total(header: str | None, start: int, repo: str, quoted_path: str) -> int | None:
+    """The file's size a ranged answer gives (None: unknown); HubError when it answers another range than asked."""
+    match = _CONTENT_RANGE.fullmatch((header or "").strip())
+    if match is None:
+        return None
+    if int(match[1]) != start:
+        raise HubError(f"{repo}: reading {quoted_path}: the server answered the bytes from {match[1]}, not from "
+                       f"{start}; not trusted")
+    return None if match[3] == "*" else int(match[3])
 
 
 def explain(exc: BaseException, what: str, repo: str) -> HubError:
@@ -1015,29 +1030,47 @@ class Client:
 
     def read_range(self, repo_id: str, repo_type: str, sha: str, quoted_path: str, start: int,
                    length: int) -> bytes:
-        """Bytes [start, start+length) of a file: one ranged GET, streamed and cut at ``length``.
+        """Bytes [start, start+length) of a file: ranged GETs, each streamed and cut at what is left to read.
 
         A server (or CDN) that ignores ``Range`` and sends the whole file is read only up to what was asked,
-        then the connection is closed: a data file is never downloaded whole.
+        then the connection is closed: a data file is never downloaded whole. A ranged answer shorter than asked
+        is the end of the file only when its ``Content-Range`` says so: otherwise (a CDN that cuts big ranges)
+        the rest is asked for, so a card is never taken for whole when it was cut.
         """
+        data = b""
+        while len(data) < length:
+            part, more = self._read_part(repo_id, repo_type, sha, quoted_path, start + len(data), length - len(data))
+            data += part
+            if not more:
+                break
+            if not part:
+                raise HubError(f"{repo_id}: reading {quoted_path}: the server answered no bytes at offset "
+                               f"{start + len(data)} while it says the file goes on; not trusted")
+        self.bytes_downloaded += len(data)
+        return data
+
+    def _read_part(self, repo_id: str, repo_type: str, sha: str, quoted_path: str, start: int,
+                   length: int) -> tuple[bytes, bool]:
+        """One ranged GET: (up to ``length`` bytes from ``start``, whether the file may go on past them)."""
         from huggingface_hub.utils import get_session, hf_raise_for_status
 
-        if length <= 0:
-            return b""
         url = self.file_url(repo_id, repo_type, sha, quoted_path)
         headers = self._headers()
         headers["Range"] = f"bytes={start}-{start + length - 1}"
 
-        def get() -> bytes:
+        def get() -> tuple[bytes, bool]:
             with get_session().stream("GET", url, headers=headers, follow_redirects=True,
                                       timeout=timeouts()) as response:
                 self._heed(response, RESOLVERS)
                 if response.status_code == 416:  # empty file, or start past the end
-                    return b""
+                    return b"", False
                 if response.status_code >= 400:
                     response.read()
                     hf_raise_for_status(response)
-                skip = start if response.status_code == 200 else 0  # Range ignored: skip to start
+                ranged = response.status_code == 206
+                total = _range_total(response.headers.get("content-range"), start, repo_id,
+                                     quoted_path) if ranged else None
+                skip = 0 if ranged else start  # Range ignored: the whole file, skipped to start
                 out = bytearray()
                 for chunk in response.iter_bytes():
                     if skip:
@@ -1046,11 +1079,11 @@ class Client:
                     out += chunk
                     if len(out) >= length:
                         break
-                return bytes(out[:length])
+                got = bytes(out[:length])
+                short = len(got) < length  # all of the file, unless a ranged answer was cut before its end
+                return got, ranged and short and (total is None or start + len(got) < total)
 
-        data = self.call(f"reading {quoted_path}", repo_id, get, resource=RESOLVERS)  # a /resolve/ URL
-        self.bytes_downloaded += len(data)
-        return data
+        return self.call(f"reading {quoted_path}", repo_id, get, resource=RESOLVERS)  # a /resolve/ URL
 
     def read_file(self, repo_id: str, repo_type: str, sha: str, path: str, cap: int) -> bytes | None:
         """Up to ``cap + 1`` bytes of a file, or None when the revision has no such file."""

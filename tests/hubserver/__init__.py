@@ -33,7 +33,9 @@ Off by default.
 
 Hostile-Hub modes, for testing a client that must not trust the server: ``hub.listing_sizes[(repo_id, path)]``
 makes tree listings (not paths-info) report a wrong ``size`` for a file (an int), or no ``size`` at all (None);
-``hub.listing_faults[repo_id]`` makes that repo's recursive listings misbehave (see ``LISTING_FAULTS``); and an
+``hub.listing_faults[repo_id]`` makes that repo's recursive listings misbehave (see ``LISTING_FAULTS``);
+``hub.max_range_bytes`` answers a ranged read with at most that many bytes (a 206 whose ``Content-Range`` still
+gives the file's size, as a CDN serving big ranges in parts); and an
 injected fault may run a callback when it fires (``on_fire=``), e.g. to commit concurrently while the client's
 commit is answered 502 and not applied.
 

@@ -86,6 +86,7 @@ class HubServer(ListingRoutes, FilesRoutes, CommitsRoutes, DiscussionsRoutes, Fa
         # hostile-Hub modes (see the module docstring)
         self.listing_sizes: dict[tuple[str, str], int | None] = {}
         self.listing_faults: dict[str, str] = {}
+        self.max_range_bytes: int | None = None  # a ranged read answers at most this many bytes (a CDN's parts)
         self._listing_faults_served = 0
         # access rules for audits (see the module docstring)
         self.gated: set[tuple[str, str]] = set()
