@@ -286,6 +286,29 @@ def test_symlinks_in_git(tmp_path):
             "tasks/dangling/task.toml"} <= broken
 
 
+def test_harbors_input_checks_see_the_links_of_a_revision_as_of_its_checkout(tmp_path):
+    # GitTree kept its links to itself (Tree.links stayed empty): Harbor's input checks were skipped at a revision,
+    # and a task Harbor refuses on the checkout was tagged with --rev (found by an adversarial review)
+    files = {**harbor_tasks("tasks", ["out", "ignored"]), "shared.sh": "echo shared\n",
+             "tasks/out/tests/helper.sh": ("symlink", "../../../shared.sh"),  # leaves the task
+             "tasks/ignored/solution/real.sh": "#!/bin/sh\nexit 0\n",
+             "tasks/ignored/solution/.harborignore": "real.sh\n",
+             "tasks/ignored/tests/test.sh": ("symlink", "../solution/real.sh")}  # to a file Harbor excludes
+    repo = init(tmp_path / "repo", files)
+    commit(repo)
+    tree, local = GitTree(repo, "HEAD"), LocalTree(repo)
+    assert tree.links == local.links == {"tasks/out/tests/helper.sh": "shared.sh",
+                                         "tasks/ignored/tests/test.sh": "tasks/ignored/solution/real.sh"}
+    report = detect(tree)
+    assert comparable(report) == comparable(detect(repo))
+    assert report.tags == [] and {p.path: p.message for p in report.problems} == {
+        "tasks/out/task.toml": "Harbor task.toml: Input paths must stay within the task: tests/helper.sh; not a "
+                               "valid task",
+        "tasks/ignored/task.toml": "Harbor task.toml: Required task input is excluded by .harborignore: "
+                                   "tests/test.sh; not a valid task"}
+    tree.close()
+
+
 def test_a_link_chain_through_a_left_out_folder_ends_as_on_disk(tmp_path):
     """A link may pass through a link inside a dot-directory (realpath does): its target decides."""
     files = {"shared/notes.md": "x\n", ".hidden/back": ("symlink", "../shared/notes.md"), ".hidden/own.md": "y\n",

@@ -195,7 +195,7 @@ def test_links_end_where_they_do_on_a_checkout(tmp_path_factory, links):
     local = LocalTree(repo)
     with GitTree(repo, "HEAD") as at_head:
         assert at_head.files() == local.files()
-        assert at_head._links == local.links
+        assert at_head.links == local.links
         assert at_head.left_out == [entry for entry in local.left_out if entry[0] != ".git/"]
 
 

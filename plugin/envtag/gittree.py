@@ -99,7 +99,6 @@ class GitTree(Tree):
         self.git_dir, self.common_dir, self.top, self.prefix = _discover(folder)
         self.unsafe: list[tuple[str, str]] = []  # (path, why): listed entries refused (UNSAFE_PART...)
         self._entries: dict[str, str] = {}  # every listed blob -> "<mode> blob <sha> <size>"
-        self._links: dict[str, str] = {}  # a link of the file set -> the file it ends at
         self._cache: dict[str, bytes] = {}  # blob id -> bytes: marker-sized blobs read or prefetched
         self._cached_bytes = 0
         self._batch: _CatFile | None = None  # started on the first read
@@ -207,10 +206,10 @@ class GitTree(Tree):
         self._dirs = filter_folders(folders, left_out) | {"."}
         for link, target in self._resolve_links(links, kept, listed_folders).items():
             if target in files:  # a link is in the set only when its target is
-                self._links[link] = target
+                self.links[link] = target
             else:
                 left_out.append((link, LINK))
-        self._files = files | self._links.keys()
+        self._files = files | self.links.keys()
         self.left_out = sorted(left_out)
         self.unreadable = [path.rstrip("/") for path, why in self.left_out if why == BAD_NAME]
         self.unreadable += [f"{path!r} ({why}, not read)" for path, why in sorted(set(self.unsafe))]
@@ -261,7 +260,7 @@ class GitTree(Tree):
         """The blob id and size of a file of the set (a link's: its target's)."""
         if path not in self._files:
             raise FileNotFoundError(f"{path}: not a file at {self.rev}")
-        return _blob_of(self._entries[self._links.get(path, path)])
+        return _blob_of(self._entries[self.links.get(path, path)])
 
     def size(self, path: str) -> int:
         return self._file(path)[1]
