@@ -669,6 +669,13 @@ def file_cases() -> list[Case]:
                                                       "tests/test.sh": ("symlink", OUTSIDE)})
     add("separate verifier, environment/x links out", {**task_files({"verifier": {"environment_mode": "separate"}}),
                                                        "environment/x": ("symlink", "../../shared-test.sh")})
+    # a folder holding a task.toml inside a task (a test fixture) is one of the task's folders to Harbor
+    add("tests/fixtures/task.toml beside a broken .harborignore", {
+        **plain, "tests/fixtures/task.toml": "", "tests/fixtures/.harborignore": "!\n", "tests/fixtures/x": "x"})
+    add("tests/task.toml beside a .harborignore hiding test.sh", {
+        **plain, "tests/task.toml": "", "tests/.harborignore": "test.sh\n"})
+    add("tests/fixtures/task.toml beside a link out of the task", {
+        **plain, "tests/fixtures/task.toml": "", "tests/fixtures/helper.sh": ("symlink", "../../../shared-test.sh")})
     # folders the file set leaves out
     add("tests/.harborignore is a folder", {**plain, "tests/.harborignore/x": "x"}, "file-set")
     add("a folder holding task.toml and openenv.yaml", {**plain, "openenv.yaml": "name: x\n"}, "both-layouts")

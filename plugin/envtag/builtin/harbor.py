@@ -405,32 +405,30 @@ def detect(tree: Tree) -> Detection:
 def _task_inputs(tree: Tree, task_dirs: list[str]) -> tuple[dict[str, dict[str, str | None]], set[str]]:
     """The links of each task (task-relative path -> task-relative target, None when the link ends outside the
     task: Harbor's validate_input_tree refuses it) and the tasks holding a .harborignore: the only tasks whose
-    input checks can fail. One climb per link or .harborignore file, none per task."""
+    input checks can fail. A link or a .harborignore belongs to every task above it: a folder holding a
+    task.toml inside a task (a test fixture) is one of the task's folders to Harbor. One climb per link or
+    .harborignore file, none per task."""
     dirs = set(task_dirs)
     ignores: set[str] = set()
     for path in tree.named(".harborignore"):
-        owner = _owner(path, dirs)
-        if owner is not None:
-            ignores.add(owner)
+        ignores.update(_owners(path, dirs))
     links: dict[str, dict[str, str | None]] = {}
     for path, target in tree.links.items():  # a folder's links to files
-        owner = _owner(path, dirs)
-        if owner is None:
-            continue
-        prefix = "" if owner == "." else owner + "/"
-        inside = target[len(prefix):] if target.startswith(prefix) else None
-        links.setdefault(owner, {})[path[len(prefix):]] = inside
+        for owner in _owners(path, dirs):
+            prefix = "" if owner == "." else owner + "/"
+            inside = target[len(prefix):] if target.startswith(prefix) else None
+            links.setdefault(owner, {})[path[len(prefix):]] = inside
     return links, ignores
 
 
-def _owner(path: str, dirs: set[str]) -> str | None:
-    """The nearest task directory above ``path``."""
-    folder = parent(path)
+def _owners(path: str, dirs: set[str]) -> list[str]:
+    """The task directories above ``path``, the nearest first."""
+    owners, folder = [], parent(path)
     while True:
         if folder in dirs:
-            return folder
+            owners.append(folder)
         if folder == ".":
-            return None
+            return owners
         folder = parent(folder)
 
 
