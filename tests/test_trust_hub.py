@@ -267,6 +267,24 @@ def test_no_token_is_printed_by_the_hub_side_failures(fresh, tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("command, where", [
+    (["tag", "hf://datasets/alice/a"], "/tree/"),  # a read (Client.call)
+    (["tag", "hf://datasets/alice/a"], "/commit/"),  # the commit (Client.commit)
+    (["audit", "--author", "alice"], "/tree/"),
+])
+def test_a_hub_text_quoting_the_token_is_printed_masked(fresh, tmp_path, command, where):
+    """A proxy (or a Hub) whose error text quotes the request's Authorization header: the Hub's text is shown,
+    the token in it masked (it was printed whole, on the command line and in audit's table)."""
+    needs_tags(fresh, "alice/a")
+    fresh.inject(400, path_contains=where, times=10, message=f"bad request (Authorization: Bearer {TOKEN})")
+    env = hub_env(fresh, TOKEN, tmp_path, ENVTAG_RETRY_BASE_SECONDS="0.01")
+    proc = subprocess.run([sys.executable, "-m", "envtag", *command], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert SECRET_MARK not in proc.stdout + proc.stderr
+    assert "bad request (Authorization: Bearer ***)" in proc.stdout + proc.stderr
+
+
 def test_audit_output_cannot_start_a_workflow_command(fresh, tmp_path):
     """A Hub error text with line breaks and workflow commands, in the table and in --json: shown, never obeyed."""
     needs_tags(fresh, "alice/a")

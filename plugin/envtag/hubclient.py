@@ -198,8 +198,9 @@ def _range_total(header: str | None, start: int, repo: str, quoted_path: str) ->
     return None if match[3] == "*" else int(match[3])
 
 
-def explain(exc: BaseException, what: str, repo: str) -> HubError:
-    """Turn a huggingface_hub/httpx exception into a HubError that says what to do."""
+def explain(exc: BaseException, what: str, repo: str, secret: str | None = None) -> HubError:
+    """Turn a huggingface_hub/httpx exception into a HubError that says what to do. ``secret`` (the token sent)
+    is masked in the texts the answer brings (a proxy may quote the request's Authorization header)."""
     from huggingface_hub.errors import (
         GatedRepoError,
         HfHubHTTPError,
@@ -241,9 +242,13 @@ def explain(exc: BaseException, what: str, repo: str) -> HubError:
         return HubError(f"{where}: the connection failed {ATTEMPTS} times ({type(exc).__name__}); nothing "
                         "was written; check the network (and HF_ENDPOINT) and try again", status)
     if isinstance(exc, HfHubHTTPError):
-        server = getattr(exc, "server_message", None) or ""
+        server = _masked(getattr(exc, "server_message", None) or "", secret)
         return HubError(f"{where}: HTTP {status}: {server}".rstrip(": "), status)
-    return HubError(f"{where}: {type(exc).__name__}: {exc}", status)
+    return HubError(f"{where}: {type(exc).__name__}: {_masked(str(exc), secret)}", status)
+
+
+def _masked(text: str, secret: str | None) -> str:
+    return text.replace(secret, "***") if secret else text
 
 
 @dataclass
@@ -777,7 +782,7 @@ class Client:
                 if retry and attempt < limit and _transient(exc):
                     self._sleep(exc, attempt)
                     continue
-                error = explain(exc, what, repo)
+                error = explain(exc, what, repo, self._sent_token())
                 if _never_sent(exc):
                     error = HubError(f"{repo}: {what}: cannot connect to {self.endpoint} ({type(exc).__name__}); "
                                      "nothing was written; check the network, or HF_ENDPOINT if it is set")
@@ -834,6 +839,12 @@ class Client:
                 yield item
                 if limit is not None and len(seen_ids) >= limit:
                     return
+
+    def _sent_token(self) -> str | None:
+        """The token the requests carry: the client's, else the one huggingface_hub finds (HF_TOKEN, a login)."""
+        from huggingface_hub import get_token
+
+        return self.token or get_token()
 
     def _headers(self) -> dict[str, str]:
         from huggingface_hub.utils import build_hf_headers
@@ -1140,7 +1151,7 @@ class Client:
                     dropped = True
                     self._sleep(exc, attempt)
                     continue
-                error = explain(exc, what, repo_id)
+                error = explain(exc, what, repo_id, self._sent_token())
                 if create_pr and error.code == "forbidden":
                     error = HubError(f"{repo_id}: {what}: permission denied (403): the token may not open a "
                                      "pull request on this repo; use a token that can read it and open "
