@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from envtag.engine import detect
-from envtag.gittree import GitTree
 from envtag.fileset import BAD_NAME
+from envtag.gittree import GitTree
 from envtag.tree import LocalTree, MemoryTree, TreeError
 from fixture_repos import CARD, FIXTURES, build, harbor_task, harbor_tasks, jsonl, nemo_row
 

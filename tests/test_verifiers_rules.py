@@ -185,6 +185,33 @@ def test_conditions_envtag_cannot_decide_leave_the_verdict_undecided():
     assert alike.v0.loads is True  # a sync function on every path
 
 
+@pytest.mark.parametrize("pyproject", [
+    b"\xef\xbb\xbf" + PYPROJECT.encode(),  # a byte order mark
+    PYPROJECT.encode() + b'authors = [{\n  name = "A",\n}]\n',  # TOML 1.1: a line break in an inline table
+    PYPROJECT.encode() + b'description = "a\\eb"\n',  # TOML 1.1: the \e escape
+], ids=["bom", "inline-table-line-break", "escape-e"])
+def test_a_pyproject_pip_cannot_read_is_not_tagged(pyproject):
+    """pip and every build backend read pyproject.toml with tomllib or tomli (TOML 1.0, no byte order mark), so
+    vf-install cannot install such a package; rtoml reads them, and envtag tagged it (found by a differential
+    review: Verifiers' checker and hatchling's build_editable refuse all three)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - 3.10
+        import tomli as tomllib
+    with pytest.raises(tomllib.TOMLDecodeError):
+        tomllib.loads(pyproject.decode("utf-8"))
+    module = (TASKSET + "__all__ = ['MyTaskset']\n").encode()
+    report = envtag.detect(MemoryTree({"pyproject.toml": pyproject, "my_env.py": module}))
+    assert report.tags == [], report.tags
+    (problem,) = report.problems
+    assert problem.path == "pyproject.toml" and problem.line is not None
+    assert problem.message.startswith("invalid TOML: ")
+    assert "pip and the build backends read TOML 1.0" in problem.message
+    # the same package with a pyproject.toml they read is tagged
+    good = envtag.detect(MemoryTree({"pyproject.toml": PYPROJECT.encode(), "my_env.py": module}))
+    assert good.tags == ["rl-environment", "verifiers"]
+
+
 # -- Messages: what the loader would not find, and where -------------------------------------------------------
 
 def test_a_refusal_names_each_loader_the_file_and_the_line():

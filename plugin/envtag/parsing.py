@@ -51,8 +51,9 @@ def short_repr(value: Any, limit: int = 60) -> str:
     return f"a {type(value).__name__}"
 
 
-def read_text(tree: Tree, path: str, layout: str | None = None, cap: int = MAX_READ) -> str:
-    """Read a capped UTF-8 text file, raising ParseFailure with the line of a bad byte."""
+def read_text(tree: Tree, path: str, layout: str | None = None, cap: int = MAX_READ, *, keep_bom: bool = False) -> str:
+    """Read a capped UTF-8 text file, raising ParseFailure with the line of a bad byte. A byte order mark is
+    dropped, unless ``keep_bom`` (for a reader that does not drop it)."""
     try:
         data = tree.read(path, cap)
     except FileTooLarge as exc:
@@ -62,7 +63,7 @@ def read_text(tree: Tree, path: str, layout: str | None = None, cap: int = MAX_R
         raise ParseFailure(Problem(path, f"cannot read: {exc.strerror or exc}", layout=layout), limit=True) from None
     try:
         text = data.decode("utf-8")  # the C codec; "utf-8-sig" goes through a Python-level decoder
-        return text[1:] if text.startswith("\ufeff") else text
+        return text[1:] if text.startswith("\ufeff") and not keep_bom else text
     except UnicodeDecodeError as exc:
         line, why = utf8_error(data, exc)
         raise ParseFailure(Problem(path, why, line=line, layout=layout)) from None
@@ -88,12 +89,14 @@ def load_json(tree: Tree, path: str, layout: str | None = None) -> Any:
         raise ParseFailure(Problem(path, _NESTED, layout=layout), limit=True) from None
 
 
-def load_toml(tree: Tree, path: str, layout: str | None = None) -> dict[str, Any]:
+def load_toml(tree: Tree, path: str, layout: str | None = None, *, toml_10: bool = False) -> dict[str, Any]:
     """A parsed TOML file; ParseFailure (and nothing else) when it cannot be. rtoml first (it bounds its
     own nesting); when it refuses or is missing, tomllib gives the verdict, after a linear check that the
-    text holds no key deep enough to make tomllib quadratic."""
-    text = read_text(tree, path, layout)
-    if _fast_toml_loads is not None:
+    text holds no key deep enough to make tomllib quadratic. ``toml_10``: tomllib alone (TOML 1.0, and no
+    byte order mark), for a file its readers parse with it: a pyproject.toml, which pip and every build
+    backend read with tomllib or tomli, where rtoml also reads TOML 1.1."""
+    text = read_text(tree, path, layout, keep_bom=toml_10)
+    if _fast_toml_loads is not None and not toml_10:
         try:
             return _fast_toml_loads(text)
         except Exception:  # rtoml refused: let tomllib give the canonical verdict and line
@@ -112,6 +115,9 @@ def load_toml(tree: Tree, path: str, layout: str | None = None) -> dict[str, Any
         match = _TOML_LINE.search(str(exc))
         line = int(match.group(1)) if match else None
         message = _TOML_LINE.sub("", str(exc)).strip()
+        if toml_10:
+            message += (" (the file starts with a UTF-8 byte order mark, which tomllib refuses)"
+                        if text.startswith("\ufeff") else "") + "; pip and the build backends read TOML 1.0"
         raise ParseFailure(Problem(path, f"invalid TOML: {message}", line=line, layout=layout)) from None
     except (RecursionError, MemoryError):  # arrays or inline tables nested past Python's recursion limit
         raise ParseFailure(Problem(path, _NESTED, layout=layout), limit=True) from None

@@ -1512,7 +1512,7 @@ def detect(tree: Tree) -> Detection:
     for path in pyprojects:
         d = parent(path)
         try:
-            pyproject = load_toml(tree, path, LAYOUT)
+            pyproject = load_toml(tree, path, LAYOUT, toml_10=True)  # as pip and the build backends read it
         except ParseFailure as exc:
             if exc.limit or "verifiers" in exc.problem.message or _mentions_verifiers(tree, path):
                 found.problems.append(exc.problem)
