@@ -310,6 +310,11 @@ FIXTURES: dict[str, Fixture] = {
         files={"train.jsonl": jsonl([{"task_id": {"taskset": "math", "task_id": "1"},
                                       "task_input": {"question": "2+2"}}])},
         tags={"nemo-gym": ["."]}),
+    "nemo-gym-materialised-with-params": Fixture(  # Verifiers' loader reads responses_create_params alone
+        files={"train.jsonl": jsonl([{"task_id": {"taskset": "math", "task_id": "1"},
+                                      "task_input": {"question": "2+2"},
+                                      "responses_create_params": {"input": "What is 2+2?"}}])},
+        tags={"nemo-gym": ["."], "verifiers": ["."]}),
     "nemo-gym-null-tool-choice": Fixture(
         files={"train.jsonl": jsonl([nemo_row(), nemo_row(tool_choice=None)])},
         problems={"train.jsonl": "line 2"}),

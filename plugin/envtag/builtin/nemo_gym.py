@@ -88,6 +88,7 @@ class _FileCheck:
         self.rows = 0
         self.nemo_rows = 0
         self.materialised = 0
+        self.without_params = 0  # rows with no responses_create_params: Verifiers' NeMo Gym loader reads it from each
         self.first_bad: tuple[int, str] | None = None
         self.undecided = False  # a row past the line cap was not judged: NeMo Gym may read it
         self.shift = 0  # lines NeMo Gym counts that are not newlines (lone CRs) so far
@@ -142,6 +143,8 @@ class _FileCheck:
             self.nemo_rows += 1
             if nemo_gym_rules.is_materialised(row):
                 self.materialised += 1
+            if "responses_create_params" not in row:
+                self.without_params += 1
         if problem and self.first_bad is None:
             self.first_bad = (number, problem)
 
@@ -281,8 +284,8 @@ def detect(tree: Tree) -> Detection:
                 path, f"NeMo Gym rows but not a valid NeMo Gym file: line {line}: {why}",
                 line=line, layout=LAYOUT, framework="nemo-gym", undecided=check.undecided))
             continue
-        task = Task(path=path, root=parent(path), count=count, facts={"exact_count": exact,
-                                                                      "materialised_rows": check.materialised})
+        task = Task(path=path, root=parent(path), count=count, facts={
+            "exact_count": exact, "materialised_rows": check.materialised, "rows_without_params": check.without_params})
         found.tasks.append(task)
     estimated: dict[str, list[str]] = {}
     for task in found.tasks:
@@ -316,7 +319,8 @@ def _infer_unsampled(tree: Tree, found: Detection, unread: list[str]) -> None:
             continue
         rate = sum(rates) / len(rates)
         found.tasks.append(Task(path=path, root=folder, count=max(1, round(rate * tree.size(path))),
-                                facts={"exact_count": False, "materialised_rows": 0, "inferred": True}))
+                                facts={"exact_count": False, "materialised_rows": 0, "rows_without_params": 0,
+                                       "inferred": True}))
     if unjudged:
         found.problems.append(Problem(".", f"{unjudged} JSONL file(s) past the remote sample budget were not "
                                            "judged (no sampled file beside them was a NeMo Gym file)",
@@ -387,7 +391,9 @@ def register_layouts(register):
     register(Layout(LAYOUT, detect, "NeMo Gym JSONL run requests (responses_create_params rows)", unit="rows",
                     facts={"exact_count": "bool: every line was counted (False: estimated from a remote head, or "
                                           f"locally past the first {COUNT_BYTES // (1024 * 1024)} MiB)",
-                           "materialised_rows": "int: rows of the 0.7 task_id/task_input form"},
+                           "materialised_rows": "int: rows of the 0.7 task_id/task_input form",
+                           "rows_without_params": "int: rows without responses_create_params (materialised rows "
+                                                  "that do not carry one too)"},
                     signals=("*.jsonl",)))
 
 

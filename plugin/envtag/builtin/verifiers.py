@@ -1586,9 +1586,11 @@ def _harbor_verdict(facts: dict) -> Refusal | str | None:
 
 
 def reads_nemo_gym(tasks: list[Task]) -> list[str | None]:
-    """verifiers.v1.tasksets.nemo_gym: rows with responses_create_params; materialised rows are refused."""
-    refused = "has materialised task rows (task_id/task_input), which Verifiers' NeMo Gym loader refuses"
-    return [refused if task.facts.get("materialised_rows") else None for task in tasks]
+    """verifiers.v1.tasksets.nemo_gym: ``row["responses_create_params"]`` of every row, so a row without one (a
+    materialised task_id/task_input row that carries none) is refused; one that carries one too is read."""
+    refused = ("has materialised task rows (task_id/task_input) without responses_create_params, which Verifiers' "
+               "NeMo Gym loader reads from every row")
+    return [refused if task.facts.get("rows_without_params") else None for task in tasks]
 
 
 def load_command(root: str, source: str) -> str:
