@@ -192,6 +192,15 @@ def test_prune_every_tag_leaves_an_empty_list():
     )
 
 
+def test_prune_every_tag_keeps_the_comments_the_list_held():
+    # the whole list was replaced by `[]`, its comment lines with it (an adversarial review): an item's own comment
+    # goes with the item, as when some items are left
+    text = ("---\r\ntags: # ours\r\n  - harbor  # why\r\n  # Keep: reviewed by legal\r\n  - verifiers\r\n"
+            "# after\r\n---\r\n")
+    assert apply_tags(text, [], prune=True, known=FRAMEWORKS) == (
+        "---\r\ntags: [] # ours\r\n  # Keep: reviewed by legal\r\n# after\r\n---\r\n")
+
+
 def test_prune_and_add_in_a_block_list():
     text = "---\ntags:\n  - verifiers\n  - custom\n  - openenv # gone\nx: 1\n---\n"
     result = apply_tags(text, TAGS, prune=True, known=FRAMEWORKS)

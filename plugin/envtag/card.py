@@ -517,8 +517,12 @@ def _edit_block_list(header: _Header, value: yaml.SequenceNode, colon: int, keep
     dash's indentation and its quote style."""
     import yaml
     text, offset, items = header.text, header.start, value.value
-    if not any(keep) and not added:
-        return _splice(text, [(colon, _node_end(text, items[-1], offset), " []")])
+    if not any(keep) and not added:  # ``tags: []``, keeping the comments the list held (its items' own go with them)
+        end = _node_end(text, items[-1], offset)
+        first, *lines = _LINE_BREAK.split(text[colon:end])
+        kept = f" {first.strip()}" if first.strip().startswith("#") else ""
+        kept += "".join(header.newline + line for line in lines if line.lstrip(" \t").startswith("#"))
+        return _splice(text, [(colon, end, " []" + kept)])
     edits = []
     dashes = []
     for item in items:
