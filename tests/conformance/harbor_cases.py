@@ -663,6 +663,9 @@ def file_cases() -> list[Case]:
     add("tests/helper links out, excluded by .harborignore", {**plain, "tests/helper.sh": (
         "symlink", "../../shared-test.sh"), "tests/.harborignore": "helper.sh\n"})
     add("tests/data links to a folder inside the task", {**plain, "tests/data": ("symlink", "../environment")})
+    add("tests/shared links to a folder out of the task", {**plain, "tests/shared": ("symlink", "../..")},
+        "file-set")  # Harbor refuses it; envtag follows no link to a folder (the published copy holds none)
+    add("tests/loop links to its own folder", {**plain, "tests/loop": ("symlink", ".")}, "file-set")
     add("tests/helper links out of the whole tree", {**plain, "tests/helper.sh": ("symlink", OUTSIDE)},
         "file-set")
     add("tests/test.sh links out of the whole tree", {**_without(plain, "tests/test.sh"),

@@ -38,8 +38,9 @@ DELIBERATE = {
     "both-layouts": ("refuses", "a folder holding both task.toml and openenv.yaml is ambiguous: envtag reports it "
                                 "and tags neither (DESIGN 3)"),
     "file-set": (None, "envtag judges the file set it publishes (DESIGN 3, 'What envtag trusts'): no dot-folder (a "
-                       "step named .x, a folder named .harborignore) and no link out of the judged folder is read or "
-                       "uploaded, so envtag judges the task without them; Harbor on disk reads them"),
+                       "step named .x, a folder named .harborignore), no link out of the judged folder and no link "
+                       "to a folder is read or uploaded, so envtag judges the task without them; Harbor on disk "
+                       "reads them (and refuses a folder link that leaves the task or loops)"),
     "instruction-not-read": ("accepts", "envtag does not read instruction.md (one more read per task of a "
                                         "100,000-task repo); Harbor's Task() reads it and fails on bytes that are "
                                         "not UTF-8"),
