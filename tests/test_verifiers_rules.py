@@ -212,6 +212,20 @@ def test_a_pyproject_pip_cannot_read_is_not_tagged(pyproject):
     assert good.tags == ["rl-environment", "verifiers"]
 
 
+@pytest.mark.parametrize("module", ["asyncore", "telnetlib", "tomllib"])
+def test_a_module_only_some_pythons_hold_in_their_standard_library_is_undecided(module):
+    # the verdict followed the Python envtag ran on: asyncore (dropped in 3.12) refused on 3.11 where the loaders on
+    # 3.12 load the package's own; telnetlib (dropped in 3.13) tagged on 3.13 where they import the standard
+    # library's (found by a differential review)
+    source = "__all__ = ['MyTaskset']\n" + TASKSET
+    files = {"pyproject.toml": PYPROJECT.replace("my-env", module), f"{module}.py": source}
+    verdict = judge(files, module)
+    for one in (verdict.v1, verdict.v0):
+        assert one.loads is None and "depends on the Python it runs on" in one.reason, one
+    control = judge({"pyproject.toml": PYPROJECT.replace("my-env", "json"), "json.py": source}, "json")  # in all
+    assert control.v1.loads is False and "a standard-library module" in control.v1.reason
+
+
 # -- Messages: what the loader would not find, and where -------------------------------------------------------
 
 def test_a_refusal_names_each_loader_the_file_and_the_line():

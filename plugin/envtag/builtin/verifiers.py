@@ -336,7 +336,16 @@ class _Frame:
 
 _BUILTINS = frozenset(dir(builtins))
 _DYNAMIC = frozenset({"globals", "vars", "locals", "exec", "eval", "setattr", "__import__", "delattr"})
-_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | frozenset(sys.builtin_module_names)
+# the standard library's top-level modules on every Python the loaders may run on (3.10 to 3.13), whichever runs
+# envtag: a name only some of them hold (dropped in 3.12 or 3.13, or new in 3.11) is the package's own module on
+# some and the standard library's on others, so a verdict on it depends on the user's Python: undecided
+_STDLIB_VARIES = frozenset({
+    "tomllib",  # 3.11
+    "asynchat", "asyncore", "distutils", "imp", "smtpd",  # dropped in 3.12
+    "aifc", "audioop", "cgi", "cgitb", "chunk", "crypt", "imghdr", "lib2to3", "mailcap", "msilib", "nis", "nntplib",
+    "ossaudiodev", "pipes", "sndhdr", "spwd", "sunau", "telnetlib", "uu", "xdrlib",  # dropped in 3.13
+})
+_STDLIB = (frozenset(getattr(sys, "stdlib_module_names", ())) | frozenset(sys.builtin_module_names)) - _STDLIB_VARIES
 _PY_OLDER_THAN_LOADERS = sys.version_info < (3, 12)  # the loaders' venvs run 3.12: newer syntax may be valid
 
 
@@ -1362,6 +1371,9 @@ def v0_module_name(project: str) -> str:
 def _import_entry(package: _Package, module_name: str, loader: str) -> Mod | Verdict:
     """The module the loader imports, executed; or the loader's refusal."""
     top = module_name.partition(".")[0]
+    if top in _STDLIB_VARIES:
+        return Verdict(loader, None, f"imports {module_name}, a standard-library module on some Pythons (3.10 to "
+                                     "3.13) and not on others: which one it finds depends on the Python it runs on")
     if top in _STDLIB or top == "verifiers":
         what = "verifiers itself" if top == "verifiers" else "a standard-library module"
         return Verdict(loader, False, f"imports {module_name}, which is {what}, not this package's code")
