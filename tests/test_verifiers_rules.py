@@ -226,6 +226,20 @@ def test_a_module_only_some_pythons_hold_in_their_standard_library_is_undecided(
     assert control.v1.loads is False and "a standard-library module" in control.v1.reason
 
 
+@pytest.mark.parametrize("extension, undecided", [
+    ("my_env.cpython-312-x86_64-linux-gnu.so", True), ("my_env.cp312-win_amd64.pyd", True),
+    ("my_env.pypy310-pp73-x86_64-linux-gnu.so", True), ("my_env.txt.so", False),
+    ("src/my_env.cp312-win_amd64.pyd", False),
+])
+def test_an_extension_module_built_for_one_interpreter_comes_before_the_py(extension, undecided):
+    # only .so, .abi3.so and .pyd were looked for: the loader imports my_env.cpython-312-...so (on the Python it was
+    # built for) where envtag read my_env.py and tagged it (found by a differential review); a name importlib's
+    # suffixes do not match, or one on the path after the .py, changes nothing
+    files = {"pyproject.toml": PYPROJECT, "my_env.py": "__all__ = ['MyTaskset']\n" + TASKSET, extension: b"\x7fELF"}
+    verdict = judge(files)
+    assert (verdict.v1.loads is None and extension in verdict.v1.reason) if undecided else verdict.v1.loads, verdict
+
+
 # -- Messages: what the loader would not find, and where -------------------------------------------------------
 
 def test_a_refusal_names_each_loader_the_file_and_the_line():

@@ -339,6 +339,7 @@ _DYNAMIC = frozenset({"globals", "vars", "locals", "exec", "eval", "setattr", "_
 # the standard library's top-level modules on every Python the loaders may run on (3.10 to 3.13), whichever runs
 # envtag: a name only some of them hold (dropped in 3.12 or 3.13, or new in 3.11) is the package's own module on
 # some and the standard library's on others, so a verdict on it depends on the user's Python: undecided
+_INTERPRETER_TAG = re.compile(r"(?:cpython|pypy)[-.\w]*\.so|cp\d+[-.\w]*\.pyd")  # importlib's EXTENSION_SUFFIXES
 _STDLIB_VARIES = frozenset({
     "tomllib",  # 3.11
     "asynchat", "asyncore", "distutils", "imp", "smtpd",  # dropped in 3.12
@@ -370,6 +371,7 @@ class _Package:
         self.depth = 0
         self.running: set[str] = set()  # modules still executing (a circular import sees them half-done)
         self.parsed_bytes = 0
+        self._extensions: dict[str, str] | None = None  # see _extension
         self.overlays = 0  # branches being run (a list grown inside one is copied first)
         self.copied = 0  # names copied (lists grown in branches, star imports), bounded by MAX_COPIED
 
@@ -385,6 +387,9 @@ class _Package:
             for suffix in (".so", ".abi3.so", ".pyd"):
                 if self.tree.is_file(candidate + suffix):
                     return "compiled", candidate + suffix, None
+            extension = self._extension(candidate)
+            if extension is not None:
+                return "compiled", extension, None
             if self.tree.is_file(candidate + ".py"):
                 return "module", candidate + ".py", None
             if self.tree.is_file(candidate + ".pyc"):
@@ -394,6 +399,18 @@ class _Package:
         if portions:
             return "namespace", None, portions
         return None
+
+    def _extension(self, candidate: str) -> str | None:
+        """An extension module built for one interpreter (``leaf.cpython-312-x86_64-linux-gnu.so``,
+        ``leaf.cp312-win_amd64.pyd``): the Python it was built for imports it before ``leaf.py``."""
+        if self._extensions is None:
+            self._extensions = {}
+            for path in self.tree.with_suffix((".so", ".pyd")):
+                folder, _, name = path.rpartition("/")
+                stem, _, tag = name.partition(".")
+                if _INTERPRETER_TAG.fullmatch(tag):
+                    self._extensions.setdefault(join(folder, stem), path)
+        return self._extensions.get(candidate)
 
     def is_own(self, top: str) -> bool:
         """Whether ``import top`` finds the package's own module: the standard library and installed packages
