@@ -208,6 +208,9 @@ FIXTURES: dict[str, Fixture] = {
         tags={"harbor": ["datasets/bench", "tasks/security/crypto", "tasks/security/web"],
               "openenv": ["tasks/security/crypto", "tasks/security/web"]},
         tasks={"harbor": 5}),
+    "harbor-task-inside-a-task": Fixture(  # `harbor run -p tasks/a` runs tasks/a alone: the inner task is its own root
+        files=_merge(harbor_tasks("tasks", ["a", "b"]), harbor_task("tasks/a/sub")),
+        tags={"harbor": ["tasks", "tasks/a/sub"], "openenv": ["tasks"]}, tasks={"harbor": 3}),
     "harbor-paths-with-spaces": Fixture(
         files=harbor_tasks("my tasks", ["first task", "second task"]),
         tags={"harbor": ["my tasks"]}, tasks={"harbor": 2}),

@@ -397,6 +397,7 @@ def detect(tree: Tree) -> Detection:
         else:
             found.problems.append(verdict)
     _inherit_sampled_facts(found.tasks)
+    _own_roots_inside_tasks(found.tasks)
     _legacy_terminal_bench(tree, found)
     _evidence(tree, found)
     return found
@@ -490,6 +491,15 @@ def _inherit_sampled_facts(tasks: list[Task]) -> None:
         if task.facts["inferred"]:
             sampled = by_root.get(task.root, [])
             task.facts["docker_image"] = bool(sampled) and all(sampled)
+
+
+def _own_roots_inside_tasks(tasks: list[Task]) -> None:
+    """A task whose parent folder is itself a task is its own root: ``harbor run -p PARENT`` runs the parent as one
+    task (``Task.is_valid_dir`` comes first), never the tasks inside it; ``harbor run -p TASK`` runs it."""
+    paths = {task.path for task in tasks}
+    for task in tasks:
+        if task.root != task.path and task.root in paths:
+            task.root = task.path
 
 
 def _legacy_terminal_bench(tree: Tree, found: Detection) -> None:
