@@ -318,6 +318,11 @@ FIXTURES: dict[str, Fixture] = {
                                       "task_input": {"question": "2+2"},
                                       "responses_create_params": {"input": "What is 2+2?"}}])},
         tags={"nemo-gym": ["."], "verifiers": ["."]}),
+    "nemo-gym-materialised-with-bad-params": Fixture(  # NeMo Gym checks the task_id alone; Verifiers' loader fails
+        files={f"{name}.jsonl": jsonl([{"task_id": {"taskset": "math", "task_id": "1"}, "task_input": {"q": "2+2"},
+                                        "responses_create_params": params}])
+               for name, params in (("null", None), ("text", "x"), ("int-input", {"input": 5}))},
+        tags={"nemo-gym": ["."]}),
     "nemo-gym-null-tool-choice": Fixture(
         files={"train.jsonl": jsonl([nemo_row(), nemo_row(tool_choice=None)])},
         problems={"train.jsonl": "line 2"}),

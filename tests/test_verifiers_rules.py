@@ -212,7 +212,7 @@ def test_a_pyproject_pip_cannot_read_is_not_tagged(pyproject):
     assert good.tags == ["rl-environment", "verifiers"]
 
 
-@pytest.mark.parametrize("module", ["asyncore", "telnetlib", "tomllib"])
+@pytest.mark.parametrize("module", ["asyncore", "telnetlib", "tomllib", "xxsubtype", "compression"])
 def test_a_module_only_some_pythons_hold_in_their_standard_library_is_undecided(module):
     # the verdict followed the Python envtag ran on: asyncore (dropped in 3.12) refused on 3.11 where the loaders on
     # 3.12 load the package's own; telnetlib (dropped in 3.13) tagged on 3.13 where they import the standard
@@ -238,6 +238,18 @@ def test_an_extension_module_built_for_one_interpreter_comes_before_the_py(exten
     files = {"pyproject.toml": PYPROJECT, "my_env.py": "__all__ = ['MyTaskset']\n" + TASKSET, extension: b"\x7fELF"}
     verdict = judge(files)
     assert (verdict.v1.loads is None and extension in verdict.v1.reason) if undecided else verdict.v1.loads, verdict
+
+
+@pytest.mark.parametrize("extension", ["__init__.so", "__init__.abi3.so", "__init__.cpython-312-x86_64-linux-gnu.so"])
+def test_a_packages_compiled_init_comes_before_its_init_py(extension):
+    # importlib tries __init__ with each extension suffix before __init__.py: envtag read the .py and tagged a
+    # package whose loader imports the .so (a second review)
+    files = {"pyproject.toml": PYPROJECT, "my_env/__init__.py": "__all__ = ['MyTaskset']\n" + TASKSET,
+             f"my_env/{extension}": b"\x7fELF"}
+    verdict = judge(files)
+    assert verdict.v1.loads is None and f"my_env/{extension}" in verdict.v1.reason, verdict.v1
+    del files[f"my_env/{extension}"]
+    assert judge(files).v1.loads
 
 
 # -- Messages: what the loader would not find, and where -------------------------------------------------------

@@ -88,7 +88,7 @@ class _FileCheck:
         self.rows = 0
         self.nemo_rows = 0
         self.materialised = 0
-        self.without_params = 0  # rows with no responses_create_params: Verifiers' NeMo Gym loader reads it from each
+        self.without_params = 0  # rows with no usable responses_create_params: Verifiers' loader parses it in each
         self.first_bad: tuple[int, str] | None = None
         self.undecided = False  # a row past the line cap was not judged: NeMo Gym may read it
         self.shift = 0  # lines NeMo Gym counts that are not newlines (lone CRs) so far
@@ -143,8 +143,11 @@ class _FileCheck:
             self.nemo_rows += 1
             if nemo_gym_rules.is_materialised(row):
                 self.materialised += 1
-            if "responses_create_params" not in row:
-                self.without_params += 1
+                # NeMo Gym checks only task_id here; Verifiers' loader parses responses_create_params: one NeMo Gym
+                # would accept as a run request, or the row is not Verifiers'
+                params = row.get("responses_create_params")
+                if params is None or nemo_gym_rules.row_errors({"responses_create_params": params}):
+                    self.without_params += 1
         if problem and self.first_bad is None:
             self.first_bad = (number, problem)
 
@@ -392,8 +395,8 @@ def register_layouts(register):
                     facts={"exact_count": "bool: every line was counted (False: estimated from a remote head, or "
                                           f"locally past the first {COUNT_BYTES // (1024 * 1024)} MiB)",
                            "materialised_rows": "int: rows of the 0.7 task_id/task_input form",
-                           "rows_without_params": "int: rows without responses_create_params (materialised rows "
-                                                  "that do not carry one too)"},
+                           "rows_without_params": "int: materialised rows without a responses_create_params NeMo "
+                                                  "Gym accepts as a run request (Verifiers' loader parses it)"},
                     signals=("*.jsonl",)))
 
 

@@ -336,12 +336,14 @@ class _Frame:
 
 _BUILTINS = frozenset(dir(builtins))
 _DYNAMIC = frozenset({"globals", "vars", "locals", "exec", "eval", "setattr", "__import__", "delattr"})
-# the standard library's top-level modules on every Python the loaders may run on (3.10 to 3.13), whichever runs
-# envtag: a name only some of them hold (dropped in 3.12 or 3.13, or new in 3.11) is the package's own module on
-# some and the standard library's on others, so a verdict on it depends on the user's Python: undecided
 _INTERPRETER_TAG = re.compile(r"(?:cpython|pypy)[-.\w]*\.so|cp\d+[-.\w]*\.pyd")  # importlib's EXTENSION_SUFFIXES
+# the standard library's top-level modules on every Python the loaders may run on (3.10 to 3.14), whichever runs
+# envtag: a name only some of them hold (dropped in 3.12 or 3.13, new in 3.11 or 3.14, or a test module a build may
+# leave out) is the package's own module on some and the standard library's on others: undecided
 _STDLIB_VARIES = frozenset({
+    "xxlimited", "xxlimited_35", "xxsubtype",  # test modules: built in, shipped or left out by the build
     "tomllib",  # 3.11
+    "annotationlib", "compression",  # 3.14 (Verifiers 0.4 allows it)
     "asynchat", "asyncore", "distutils", "imp", "smtpd",  # dropped in 3.12
     "aifc", "audioop", "cgi", "cgitb", "chunk", "crypt", "imghdr", "lib2to3", "mailcap", "msilib", "nis", "nntplib",
     "ossaudiodev", "pipes", "sndhdr", "spwd", "sunau", "telnetlib", "uu", "xdrlib",  # dropped in 3.13
@@ -382,12 +384,13 @@ class _Package:
         portions = []
         for folder in dirs:
             candidate = join(folder, leaf)
-            if self.tree.is_file(join(candidate, "__init__.py")):
-                return "package", join(candidate, "__init__.py"), [candidate]
-            for suffix in (".so", ".abi3.so", ".pyd"):
-                if self.tree.is_file(candidate + suffix):
-                    return "compiled", candidate + suffix, None
-            extension = self._extension(candidate)
+            init = join(candidate, "__init__")
+            extension = self._compiled(init)  # importlib tries __init__ with each extension suffix before .py
+            if extension is not None:
+                return "compiled", extension, [candidate]
+            if self.tree.is_file(init + ".py"):
+                return "package", init + ".py", [candidate]
+            extension = self._compiled(candidate)
             if extension is not None:
                 return "compiled", extension, None
             if self.tree.is_file(candidate + ".py"):
@@ -399,6 +402,13 @@ class _Package:
         if portions:
             return "namespace", None, portions
         return None
+
+    def _compiled(self, candidate: str) -> str | None:
+        """An extension module ``candidate`` + an extension suffix, or None."""
+        for suffix in (".so", ".abi3.so", ".pyd"):
+            if self.tree.is_file(candidate + suffix):
+                return candidate + suffix
+        return self._extension(candidate)
 
     def _extension(self, candidate: str) -> str | None:
         """An extension module built for one interpreter (``leaf.cpython-312-x86_64-linux-gnu.so``,
@@ -1390,7 +1400,7 @@ def _import_entry(package: _Package, module_name: str, loader: str) -> Mod | Ver
     top = module_name.partition(".")[0]
     if top in _STDLIB_VARIES:
         return Verdict(loader, None, f"imports {module_name}, a standard-library module on some Pythons (3.10 to "
-                                     "3.13) and not on others: which one it finds depends on the Python it runs on")
+                                     "3.14) and not on others: which one it finds depends on the Python it runs on")
     if top in _STDLIB or top == "verifiers":
         what = "verifiers itself" if top == "verifiers" else "a standard-library module"
         return Verdict(loader, False, f"imports {module_name}, which is {what}, not this package's code")
@@ -1615,10 +1625,10 @@ def _harbor_verdict(facts: dict) -> Refusal | str | None:
 
 
 def reads_nemo_gym(tasks: list[Task]) -> list[str | None]:
-    """verifiers.v1.tasksets.nemo_gym: ``row["responses_create_params"]`` of every row, so a row without one (a
-    materialised task_id/task_input row that carries none) is refused; one that carries one too is read."""
-    refused = ("has materialised task rows (task_id/task_input) without responses_create_params, which Verifiers' "
-               "NeMo Gym loader reads from every row")
+    """verifiers.v1.tasksets.nemo_gym parses ``row["responses_create_params"]`` of every row: a materialised
+    task_id/task_input row (NeMo Gym checks only its task_id) is read when it carries a valid one too."""
+    refused = ("has materialised task rows (task_id/task_input) without a valid responses_create_params, which "
+               "Verifiers' NeMo Gym loader parses in every row")
     return [refused if task.facts.get("rows_without_params") else None for task in tasks]
 
 
