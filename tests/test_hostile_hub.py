@@ -118,6 +118,14 @@ def test_a_ranged_answer_cut_before_the_end_is_read_on_not_taken_whole(srv, caps
     srv.reset_log()
     assert hub_tree(srv, "alice/ts").read("tasks/a/task.toml")
     assert len([r for r in srv.requests if r.path.endswith("task.toml")]) == 1
+    # parts cut smaller than 64 KiB are not read on: at one byte a part, a card cost a request per byte (20,298
+    # requests for a 20 KB card; a second review)
+    srv.max_range_bytes, before = 1, card(srv, "alice/ts")
+    srv.reset_log()
+    assert cli.main(["tag", "hf://datasets/alice/ts", "--prune"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the server answered 1 bytes at offset 0" in err and "not trusted" in err, err
+    assert len(srv.requests) < 10 and card(srv, "alice/ts") == before
 
 
 # -- 2. a listing that never ends ----------------------------------------------------------------------

@@ -49,6 +49,7 @@ HF_BACKOFF_MAX = 8.0  # huggingface_hub's http_backoff sleeps at most this long 
 MAX_LISTING_ENTRIES = 2_000_000  # 20x the Hub's advice for a repo (100k files); memory grows with entries
 MAX_LISTING_PAGES = 100_000  # the Hub sends 1000 entries a page: a listing of tiny pages is stopped too
 MAX_PAGE_BYTES = 64 * 1024 * 1024  # one listing page, decoded
+MIN_RANGE_PART = 64 * 1024  # a ranged answer cut shorter than this, the file going on, is not trusted (read_range)
 MAX_PATH_CHARS = 4096  # a listed path longer than a file system's PATH_MAX names no real file
 SMALL_PAGES = 1000  # past this many pages, a listing averaging under 10 entries a page is stopped
 PATHS_INFO_BATCH = 1000  # paths per paths-info request when checking whether a commit landed
@@ -1046,7 +1047,8 @@ class Client:
         A server (or CDN) that ignores ``Range`` and sends the whole file is read only up to what was asked,
         then the connection is closed: a data file is never downloaded whole. A ranged answer shorter than asked
         is the end of the file only when its ``Content-Range`` says so: otherwise (a CDN that cuts big ranges)
-        the rest is asked for, so a card is never taken for whole when it was cut.
+        the rest is asked for, so a card is never taken for whole when it was cut. A cut part smaller than
+        MIN_RANGE_PART is refused: a request per byte would never end.
         """
         data = b""
         while len(data) < length:
@@ -1054,9 +1056,10 @@ class Client:
             data += part
             if not more:
                 break
-            if not part:
-                raise HubError(f"{repo_id}: reading {quoted_path}: the server answered no bytes at offset "
-                               f"{start + len(data)} while it says the file goes on; not trusted")
+            if len(part) < MIN_RANGE_PART:
+                raise HubError(f"{repo_id}: reading {quoted_path}: the server answered {len(part)} bytes at offset "
+                               f"{start + len(data) - len(part)} of the {length - len(data) + len(part)} asked, while "
+                               f"it says the file goes on (a part under {MIN_RANGE_PART} bytes); not trusted")
         self.bytes_downloaded += len(data)
         return data
 
