@@ -53,6 +53,19 @@ def test_a_registry_already_on_the_hub_counts(hub, tmp_path):
     assert "- verifiers" not in written and "- harbor" in written and "license: mit" in written
 
 
+def test_delete_removes_the_repos_files_the_file_set_leaves_out_too(hub, tmp_path):
+    """--delete made the repo match the folder only among the files envtag reads: a credential file published
+    before, a .github/ or a __pycache__/ stayed on the Hub, unsaid (an adversarial review)."""
+    hub.create_repo("alice/ts", files={"old.txt": "x", ".env": "TOKEN=1\n", ".github/w.yml": "on: push\n",
+                                       "sub/.gitattributes": "* text\n", "__pycache__/m.pyc": b"\0"})
+    folder = build(tmp_path / "ts", {**harbor_tasks("tasks", ["a"]), ".env": "TOKEN=2\n"})  # left out locally too
+    result = envtag.push_to_hub(folder, "alice/ts", delete=True)
+    assert result.deleted == [".env", ".github/w.yml", "__pycache__/m.pyc", "old.txt", "sub/.gitattributes"]
+    assert sorted(hub.files("alice/ts")) == [".gitattributes", "README.md", "tasks/a/environment/Dockerfile",
+                                             "tasks/a/instruction.md", "tasks/a/solution/solve.sh",
+                                             "tasks/a/task.toml", "tasks/a/tests/test.sh"]
+
+
 def test_push_prune_removes_a_stale_tag_and_keeps_the_others(hub, tmp_path):
     folder = build(tmp_path / "ts", {**harbor_tasks("tasks", ["a"]), "README.md": card([RL, "harbor", "nemo-gym",
                                                                                      "my-own-tag"])})

@@ -246,8 +246,8 @@ def _push(upload: _UploadSet, repo_id: str, *, repo_type: str, revision: str | N
         sha = head if head is not None and revision is None else client.head_sha(repo_id, repo_type, revision)
         repo = HubTree(repo_id, repo_type, revision, token=client.token, endpoint=client.endpoint, sha=sha)
         remote = repo.oids  # the one listing: what is there already, and what the commit can skip
-        if delete:
-            removed = sorted(p for p in repo.files() if p not in upload.staging.files and p not in KEEP_ON_DELETE)
+        if delete:  # every listed file, those the file set leaves out too (an .env published before, a .github/)
+            removed = sorted(p for p in remote if p not in upload.staging.files and p not in KEEP_ON_DELETE)
         judged = OverlayTree(upload.tree, repo, removed)
     report = detect(judged, native_only=native_only)  # its config: the upload's pyproject.toml, else the repo's
     if isinstance(judged, OverlayTree) and judged.base.failures:
