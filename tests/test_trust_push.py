@@ -188,6 +188,24 @@ def test_push_rev_refuses_an_lfs_object_that_does_not_match_its_pointer(hub, tmp
 
 # -- clean failures before anything is created ------------------------------------------------------------
 
+def test_a_file_named_like_a_folder_huggingface_hub_refuses_is_left_out(hub, tmp_path):
+    """huggingface_hub refuses a commit path with a .git or .cache part: a file named .cache was in the set, and push
+    created the repo, then crashed building the commit (an adversarial review). It is left out, as a folder of that
+    name is, and said; detection judges the same set."""
+    from huggingface_hub.utils import FORBIDDEN_FOLDERS
+
+    from envtag.fileset import HUB_FORBIDDEN, HUB_REFUSED
+
+    assert HUB_FORBIDDEN == set(FORBIDDEN_FOLDERS)
+    folder = taskset(tmp_path / "ts", **{"tasks/a/.cache": "x", "tasks/a/tests/.cache": "y"})
+    done = envtag_cli(hub, tmp_path, "push", str(folder), "--repo-id", "alice/cache", "--json")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    files = hub.files("alice/cache")
+    assert "tasks/a/task.toml" in files and not [p for p in files if p.rpartition("/")[2] == ".cache"]
+    report = envtag.detect(folder)
+    assert ("tasks/a/.cache", HUB_REFUSED) in report.left_out, report.left_out
+
+
 def test_a_readme_that_is_a_folder_is_refused(hub, tmp_path):
     folder = build(tmp_path / "ts", {**harbor_tasks("tasks", ["a"]), "README.md/notes.txt": "x"})
     proc = envtag_cli(hub, tmp_path, "push", str(folder), "--repo-id", "alice/t")

@@ -9,7 +9,8 @@ What ``detect`` judges is what ``push`` uploads, so the rule lives here and nowh
 - inside a git work tree, nothing git ignores (git's own rules: ``git ls-files --others --ignored
   --exclude-standard``, run by ``gitrun.GitIgnored``), except what ``[tool.envtag] force-include`` names;
 - a link only when it ends at a file that is itself in the set (never a folder, never outside the folder);
-- never a FIFO, socket or device, and never a name the Hub cannot hold (line breaks, bytes that are not UTF-8).
+- never a FIFO, socket or device, and never a name the Hub cannot hold (line breaks, bytes that are not UTF-8), nor
+  a file named ``.cache`` (huggingface_hub refuses such a path in a commit).
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ JUNK = "bytecode or OS metadata"
 LINK = "link that leaves the folder, ends at a folder, or ends at a file left out"
 SPECIAL = "not a regular file (FIFO, socket, device)"
 BAD_NAME = "name the Hub cannot hold (a control character, or not UTF-8)"
+HUB_REFUSED = "a name huggingface_hub refuses in a repo (.git, .cache)"
+# huggingface_hub.utils.FORBIDDEN_FOLDERS: no part of a path in a commit may be one of them (tests check the copy)
+HUB_FORBIDDEN = frozenset({".git", ".cache"})
 
 
 def is_secret(name: str, folder_name: str = "") -> bool:
@@ -73,6 +77,8 @@ def file_reason(name: str, folder_name: str = "") -> str | None:
         return JUNK
     if not usable_name(name):
         return BAD_NAME
+    if name in HUB_FORBIDDEN:  # a folder of that name is a dot-directory, left out already
+        return HUB_REFUSED
     return None
 
 
