@@ -376,6 +376,15 @@ FIXTURES: dict[str, Fixture] = {
                "environments/sorter/sorter/taskset.py": "import verifiers.v1 as vf\n\n\n"
                                                         "class SortTaskset(vf.Taskset[dict, dict]):\n    pass\n"},
         tags={"verifiers": ["environments"]}),
+    # pip and the build backends read pyproject.toml with tomllib: TOML 1.0, no byte order mark
+    "verifiers-pyproject-with-bom": Fixture(
+        files={**verifiers_pkg("", style="v1"),
+               "pyproject.toml": "\ufeff" + verifiers_pkg("", style="v1")["pyproject.toml"]},
+        problems={"pyproject.toml": "pip and the build backends read TOML 1.0"}),
+    "verifiers-pyproject-toml-1-1": Fixture(
+        files={**verifiers_pkg("", style="v1"),
+               "pyproject.toml": verifiers_pkg("", style="v1")["pyproject.toml"] + 'description = "a\\eb"\n'},
+        problems={"pyproject.toml": "pip and the build backends read TOML 1.0"}),
     "verifiers-no-entry-point": Fixture(
         files=verifiers_pkg("environments/x", style="none"),
         problems={"environments/x/pyproject.toml": "load_environment"}),
