@@ -1164,9 +1164,11 @@ class TaskInputs:
         return True
 
     def _ignore_files(self) -> list[str]:
-        files = self.tree.named(IGNORE_FILENAME)
         prefix = self.prefix
-        return [p[len(prefix):] for p in files if p.startswith(prefix)] if prefix else list(files)
+        if not prefix:
+            return list(self.tree.named(IGNORE_FILENAME))
+        # the task's files, not every .harborignore of the repo: a check per task costs the task's files
+        return [p[len(prefix):] for p in self.tree.under(prefix[:-1]) if p.rpartition("/")[2] == IGNORE_FILENAME]
 
     def _holds_more_than_its_rules(self, folder: str) -> bool:
         own = f"{self.prefix}{folder}/{IGNORE_FILENAME}"
