@@ -415,7 +415,10 @@ class _Package:
         ``leaf.cp312-win_amd64.pyd``): the Python it was built for imports it before ``leaf.py``."""
         if self._extensions is None:
             self._extensions = {}
-            for path in self.tree.with_suffix((".so", ".pyd")):
+            # the package's own files (its search folders lie inside it), not the repo's: one pass per package
+            for path in self.tree.under(self.search[0]):
+                if not path.endswith((".so", ".pyd")):
+                    continue
                 folder, _, name = path.rpartition("/")
                 stem, _, tag = name.partition(".")
                 if _INTERPRETER_TAG.fullmatch(tag):
