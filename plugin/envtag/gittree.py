@@ -210,6 +210,7 @@ class GitTree(Tree):
             else:
                 left_out.append((link, LINK))
         self._files = files | self.links.keys()
+        self._ordered = [path for path in self._entries if path in self._files]  # git's order (Tree._file_list)
         self.left_out = sorted(left_out)
         self.unreadable = [path.rstrip("/") for path, why in self.left_out if why == BAD_NAME]
         self.unreadable += [f"{path!r} ({why}, not read)" for path, why in sorted(set(self.unsafe))]
