@@ -323,6 +323,35 @@ FIXTURES: dict[str, Fixture] = {
                                         "responses_create_params": params}])
                for name, params in (("null", None), ("text", "x"), ("int-input", {"input": 5}))},
         tags={"nemo-gym": ["."]}),
+    # rows NeMo Gym accepts that Verifiers' Responses dialect fails on (parse_request reads the raw row)
+    "nemo-gym-rows-verifiers-dialect-fails-on": Fixture(
+        files={"image-url-null.jsonl": jsonl([{"responses_create_params": {"input": [{"role": "user", "content": [
+                   {"type": "input_text", "text": "What is in it?"},
+                   {"type": "input_image", "image_url": None, "detail": "auto"}]}]}}]),
+               "additional-tools-parameters-text.jsonl": jsonl([{"responses_create_params": {"input": [
+                   {"role": "user", "content": "hi"},
+                   {"type": "additional_tools", "tools": [{"type": "web_search", "parameters": "x"}]}]}}]),
+               "tool-search-parameters-list.jsonl": jsonl([nemo_row(tools=[
+                   {"type": "tool_search", "parameters": ["q"]}])]),
+               "custom-tool-call-arguments-null.jsonl": jsonl([{"responses_create_params": {"input": [
+                   {"role": "user", "content": "hi"},
+                   {"type": "custom_tool_call", "call_id": "c1", "input": "x", "name": "calc", "arguments": None},
+                   {"type": "custom_tool_call_output", "call_id": "c1", "output": "4"}]}}])},
+        tags={"nemo-gym": ["."]}),
+    "nemo-gym-rows-verifiers-dialect-reads": Fixture(  # their near relatives, which it parses
+        files={"image-file-id-only.jsonl": jsonl([{"responses_create_params": {"input": [{"role": "user", "content": [
+                   {"type": "input_image", "file_id": "file-1", "detail": "auto"}]}]}}]),
+               "additional-tools-web-search.jsonl": jsonl([{"responses_create_params": {"input": [
+                   {"role": "user", "content": "hi"},
+                   {"type": "additional_tools", "tools": [{"type": "web_search"}]}]}}]),
+               "function-call-output-parts.jsonl": jsonl([{"responses_create_params": {"input": [
+                   {"role": "user", "content": "hi"},
+                   {"type": "function_call", "call_id": "c1", "name": "add", "arguments": "{}"},
+                   {"type": "function_call_output", "call_id": "c1",
+                    "output": [{"type": "input_text", "text": "4"}]}]}}]),
+               "function-tool.jsonl": jsonl([nemo_row(tools=[
+                   {"type": "function", "name": "add", "parameters": {"type": "object"}, "strict": True}])])},
+        tags={"nemo-gym": ["."], "verifiers": ["."]}),
     "nemo-gym-null-tool-choice": Fixture(
         files={"train.jsonl": jsonl([nemo_row(), nemo_row(tool_choice=None)])},
         problems={"train.jsonl": "line 2"}),

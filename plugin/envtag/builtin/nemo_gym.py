@@ -21,7 +21,7 @@ from envtag.sdk import (
     parent,
 )
 
-from . import nemo_gym_rules
+from . import nemo_gym_rules, responses_dialect
 
 LAYOUT = "nemo-gym-jsonl"
 FULL_CHECK_BYTES = 64 * 1024 * 1024  # validate every row of local files up to this size
@@ -89,6 +89,7 @@ class _FileCheck:
         self.nemo_rows = 0
         self.materialised = 0
         self.without_params = 0  # rows with no usable responses_create_params: Verifiers' loader parses it in each
+        self.dialect_refusal: str | None = None  # the first row Verifiers' Responses dialect cannot parse, and why
         self.first_bad: tuple[int, str] | None = None
         self.undecided = False  # a row past the line cap was not judged: NeMo Gym may read it
         self.shift = 0  # lines NeMo Gym counts that are not newlines (lone CRs) so far
@@ -141,13 +142,18 @@ class _FileCheck:
                         problem = row_problem(row)
         if _is_nemo_row(row):
             self.nemo_rows += 1
+            params = row.get("responses_create_params")
             if nemo_gym_rules.is_materialised(row):
                 self.materialised += 1
                 # NeMo Gym checks only task_id here; Verifiers' loader parses responses_create_params: one NeMo Gym
                 # would accept as a run request, or the row is not Verifiers'
-                params = row.get("responses_create_params")
                 if params is None or nemo_gym_rules.row_errors({"responses_create_params": params}):
                     self.without_params += 1
+                    params = None
+            if params is not None and problem is None and self.first_bad is None and self.dialect_refusal is None:
+                why = responses_dialect.refusal(params)  # the raw row, as Verifiers parses it
+                if why is not None:
+                    self.dialect_refusal = f"line {number}: {why}"
         if problem and self.first_bad is None:
             self.first_bad = (number, problem)
 
@@ -288,7 +294,8 @@ def detect(tree: Tree) -> Detection:
                 line=line, layout=LAYOUT, framework="nemo-gym", undecided=check.undecided))
             continue
         task = Task(path=path, root=parent(path), count=count, facts={
-            "exact_count": exact, "materialised_rows": check.materialised, "rows_without_params": check.without_params})
+            "exact_count": exact, "materialised_rows": check.materialised, "rows_without_params": check.without_params,
+            "responses_dialect_refusal": check.dialect_refusal})
         found.tasks.append(task)
     estimated: dict[str, list[str]] = {}
     for task in found.tasks:
@@ -323,7 +330,7 @@ def _infer_unsampled(tree: Tree, found: Detection, unread: list[str]) -> None:
         rate = sum(rates) / len(rates)
         found.tasks.append(Task(path=path, root=folder, count=max(1, round(rate * tree.size(path))),
                                 facts={"exact_count": False, "materialised_rows": 0, "rows_without_params": 0,
-                                       "inferred": True}))
+                                       "responses_dialect_refusal": None, "inferred": True}))
     if unjudged:
         found.problems.append(Problem(".", f"{unjudged} JSONL file(s) past the remote sample budget were not "
                                            "judged (no sampled file beside them was a NeMo Gym file)",
@@ -396,7 +403,9 @@ def register_layouts(register):
                                           f"locally past the first {COUNT_BYTES // (1024 * 1024)} MiB)",
                            "materialised_rows": "int: rows of the 0.7 task_id/task_input form",
                            "rows_without_params": "int: materialised rows without a responses_create_params NeMo "
-                                                  "Gym accepts as a run request (Verifiers' loader parses it)"},
+                                                  "Gym accepts as a run request (Verifiers' loader parses it)",
+                           "responses_dialect_refusal": "str or None: the first row whose responses_create_params "
+                                                        "Verifiers' Responses dialect fails to parse (line: why)"},
                     signals=("*.jsonl",)))
 
 

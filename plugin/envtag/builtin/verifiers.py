@@ -1628,11 +1628,21 @@ def _harbor_verdict(facts: dict) -> Refusal | str | None:
 
 
 def reads_nemo_gym(tasks: list[Task]) -> list[str | None]:
-    """verifiers.v1.tasksets.nemo_gym parses ``row["responses_create_params"]`` of every row: a materialised
-    task_id/task_input row (NeMo Gym checks only its task_id) is read when it carries a valid one too."""
-    refused = ("has materialised task rows (task_id/task_input) without a valid responses_create_params, which "
-               "Verifiers' NeMo Gym loader parses in every row")
-    return [refused if task.facts.get("rows_without_params") else None for task in tasks]
+    """verifiers.v1.tasksets.nemo_gym parses ``row["responses_create_params"]`` of every row with its Responses
+    dialect (responses_dialect.py): a materialised task_id/task_input row (NeMo Gym checks only its task_id) is read
+    when it carries a valid one too, and a row NeMo Gym accepts can still hold what the dialect fails on."""
+    return [_nemo_gym_verdict(task.facts) for task in tasks]
+
+
+def _nemo_gym_verdict(facts: dict) -> str | None:
+    if facts.get("rows_without_params"):
+        return ("has materialised task rows (task_id/task_input) without a valid responses_create_params, which "
+                "Verifiers' NeMo Gym loader parses in every row")
+    if facts.get("responses_dialect_refusal"):
+        # "line 3: input[0].content[1].image_url ...": the same failure in many files is one reason, counted
+        why = re.sub(r"\[\d+\]", "[]", facts["responses_dialect_refusal"].partition(": ")[2])
+        return f"a row's {why} (Verifiers' ResponsesDialect.parse_request fails on it)"
+    return None
 
 
 def load_command(root: str, source: str) -> str:
