@@ -186,6 +186,47 @@ def test_push_rev_refuses_an_lfs_object_that_does_not_match_its_pointer(hub, tmp
     assert not hub.repo_exists("alice/t")
 
 
+def test_push_rev_refuses_a_pointer_shaped_file_git_lfs_does_not_track(hub, tmp_path):
+    """A committed file in pointer form that no filter=lfs rule tracks is the committed file, not LFS data: git-lfs
+    never smudges it. --rev resolved it from the store anyway (an adversarial review), publishing other bytes than
+    the committed ones; it is refused, as a plain push refuses it."""
+    data = b"the object in the store" * 50
+    repo, sha = lfs_repo(tmp_path, data, with_object=True)
+    (repo / "data/notes.txt").write_bytes(pointer(data))  # *.txt: not tracked by git-lfs
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a pointer-shaped text file")
+    sha = git(repo, "rev-parse", "HEAD").strip()
+    proc = envtag_cli(hub, tmp_path, "push", str(repo), "--rev", sha, "--repo-id", "alice/t")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "data/notes.txt" in proc.stderr and "no filter=lfs rule" in proc.stderr
+    assert "data/train.parquet" not in proc.stderr  # tracked, and its object is there: resolved
+    assert not hub.repo_exists("alice/t")
+
+
+def test_git_lfs_tracking_is_read_from_the_revision_not_the_work_tree(tmp_path):
+    """The revision's .gitattributes decide, in a folder inside the repository and in a bare clone alike: a rule
+    added in the work tree afterwards, or staged in the index, changes nothing."""
+    from envtag.gittree import GitTree
+
+    repo, sha = lfs_repo(tmp_path, b"x" * 100, with_object=False)
+    (repo / "data/nested").mkdir()
+    (repo / "data/nested/.gitattributes").write_text("*.bin filter=lfs -text\n")
+    (repo / "data/nested/a.bin").write_bytes(b"a")
+    (repo / "data/b.bin").write_bytes(b"b")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "nested rules")
+    (repo / ".gitattributes").write_text("* filter=lfs\n")  # the work tree and the index say otherwise
+    git(repo, "add", ".gitattributes")
+    paths = ["data/train.parquet", "data/nested/a.bin", "data/b.bin", "tasks/a/task.toml"]
+    with GitTree(repo, "HEAD") as tree:
+        assert tree.lfs_tracked(paths) == {"data/train.parquet", "data/nested/a.bin"}
+    with GitTree(repo / "data", "HEAD") as tree:  # a folder inside: paths are the folder's
+        assert tree.lfs_tracked(["train.parquet", "nested/a.bin", "b.bin"]) == {"train.parquet", "nested/a.bin"}
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(tmp_path / "bare.git"))
+    with GitTree(tmp_path / "bare.git", "HEAD") as tree:
+        assert tree.lfs_tracked(paths) == {"data/train.parquet", "data/nested/a.bin"}
+
+
 # -- clean failures before anything is created ------------------------------------------------------------
 
 def test_a_file_named_like_a_folder_huggingface_hub_refuses_is_left_out(hub, tmp_path):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 HARDENING = (
     "-c", "core.fsmonitor=false",
@@ -77,10 +77,13 @@ def popen(args: Sequence[str], *, cwd: str, git_dir: str | None = None, work_tre
                             env=environment(without), stdin=stdin, stdout=stdout, stderr=stderr)
 
 
-def run(args: Sequence[str], *, cwd: str, git_dir: str | None = None, timeout: float = 60) -> tuple[int, str, str]:
-    """(exit status, stdout, stderr) of a short git run; status 127 when git cannot be run at all."""
+def run(args: Sequence[str], *, cwd: str, git_dir: str | None = None, timeout: float = 60,
+        input: bytes | None = None, env: Mapping[str, str] | None = None) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of a short git run; status 127 when git cannot be run at all. ``input``: its
+    standard input; ``env``: variables set for this run (a scratch ``GIT_INDEX_FILE``)."""
     try:
-        done = subprocess.run(command(args, git_dir=git_dir), cwd=cwd, env=environment(), stdin=subprocess.DEVNULL,
+        done = subprocess.run(command(args, git_dir=git_dir), cwd=cwd, env={**environment(), **(env or {})},
+                              input=input, stdin=None if input is not None else subprocess.DEVNULL,
                               capture_output=True, timeout=timeout)
     except OSError as exc:
         return 127, "", f"cannot run git: {exc}"

@@ -336,6 +336,29 @@ class GitTree(Tree):
         sha, size = self._file(path)
         return self._stream(sha, size) if size > STREAM_LIMIT else io.BytesIO(self._blob(sha, size))
 
+    def lfs_tracked(self, paths: Iterable[str]) -> set[str]:
+        """The paths git-lfs stores at this revision: ``filter=lfs`` by the revision's own .gitattributes, as git
+        reads them (a scratch index of the revision, then ``git check-attr --cached``: git 2.39 has no
+        ``check-attr --source``). A pointer-shaped file nothing tracks is the committed file, not a pointer."""
+        paths = list(paths)
+        if not paths:
+            return set()
+        top = {(f"{self.prefix}/{path}" if self.prefix else path): path for path in paths}
+        with tempfile.TemporaryDirectory(prefix="envtag-attributes-") as scratch:
+            index = {"GIT_INDEX_FILE": os.path.join(scratch, "index")}
+            status, _, error = gitrun.run(["read-tree", f"{self.rev}^{{tree}}"], cwd=self.folder,
+                                          git_dir=self.git_dir, env=index)
+            if status == 0:
+                status, out, error = gitrun.run(["check-attr", "--cached", "-z", "--stdin", "filter"],
+                                                cwd=self.folder, git_dir=self.git_dir, env=index,
+                                                input="\0".join(top).encode("utf-8", "surrogateescape") + b"\0")
+        if status != 0:
+            raise TreeError(f"{self.folder}: git cannot tell which files git-lfs tracks at {self.rev!r}: "
+                            f"{' '.join(error.split())[:300]}")
+        fields = out.split("\0")  # path, attribute, value; ...
+        return {top[path] for path, value in zip(fields[0:-1:3], fields[2::3], strict=False)
+                if value == "lfs" and path in top}
+
     def after_fork(self) -> None:
         """In a forked child: the parent's cat-file pipes are shared, so reading them here would steal its
         answers, and letting go of them would stop its git; keep them unused, and read through our own."""

@@ -153,7 +153,8 @@ class _UploadSet:
                                 "sent: an upload without them would not be the taskset")
             if source.is_dir(CARD):
                 raise CardError("a folder, not a card; rename it (the card is the file README.md)", path=CARD)
-            self.staging = stage(source, source.files(), lfs_store=store)
+            self.staging = stage(source, source.files(), lfs_store=store,
+                                 lfs_tracked=source.lfs_tracked if rev is not None else None)  # type: ignore
         finally:
             source.close()
         self.left_out = list(source.left_out)

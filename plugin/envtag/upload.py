@@ -17,7 +17,7 @@ import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -157,15 +157,19 @@ class Staging:
             os.rmdir(folder)
 
 
-def stage(source: Tree, paths: Iterable[str], *, lfs_store: str | None = None) -> Staging:
+def stage(source: Tree, paths: Iterable[str], *, lfs_store: str | None = None,
+          lfs_tracked: Callable[[list[str]], set[str]] | None = None) -> Staging:
     """Copy ``paths`` of ``source`` into a private folder, hashing as it copies; UploadError (after removing the
     copy) for pointer files that cannot be resolved and files that cannot be read as they were listed.
 
     A LocalTree is read beneath its root without following links (a link of the set is read at the file it was
     found to end at); any other tree (a git revision) through its own ``open``. ``lfs_store``: a git repository's
-    ``lfs/objects`` folder, where ``--rev`` resolves pointers."""
+    ``lfs/objects`` folder, where ``--rev`` resolves the pointers of the files ``lfs_tracked`` says git-lfs
+    tracks there; a pointer-shaped file it does not track is refused, as a plain push refuses every pointer."""
     staging = Staging(source, tempfile.mkdtemp(prefix="envtag-push-"))  # mode 0700: ours alone
-    pointers: list[str] = []
+    found: dict[str, tuple[str, int]] = {}  # pointer-shaped files: rel -> (oid, size)
+    pointers: list[str] = []  # pointers whose data is not here
+    untracked: list[str] = []  # --rev: pointer-shaped files git-lfs does not track at the revision
     unreadable: list[str] = []
     local = isinstance(source, LocalTree)
     root_fd = os.open(source.root, _DIR_FLAGS) if local and os.open in os.supports_dir_fd else None
@@ -179,12 +183,16 @@ def stage(source: Tree, paths: Iterable[str], *, lfs_store: str | None = None) -
                 continue
             pointer = lfs_pointer(_head(staged)) if staged.size < LFS_POINTER_MAX else None
             if pointer is not None:
-                resolved = _resolve_pointer(pointer, lfs_store, staging.target(rel), rel)
-                if resolved is None:
-                    pointers.append(rel)
-                    continue
-                staged = resolved
+                found[rel] = pointer
+                continue
             staging.files[rel] = staged
+        tracked = lfs_tracked(sorted(found)) if found and lfs_store is not None and lfs_tracked else set()
+        for rel, pointer in found.items():
+            resolved = _resolve_pointer(pointer, lfs_store, staging.target(rel), rel) if rel in tracked else None
+            if resolved is None:
+                (pointers if rel in tracked or lfs_store is None else untracked).append(rel)
+            else:
+                staging.files[rel] = resolved
         if unreadable:
             raise UploadError(f"{source.name}: {len(unreadable)} file(s) could not be read as they were listed (gone, "
                               f"unreadable, or swapped for a link or a special file): {_few(unreadable)}; nothing "
@@ -197,6 +205,11 @@ def stage(source: Tree, paths: Iterable[str], *, lfs_store: str | None = None) -
             raise UploadError(f"{source.name}: {len(pointers)} file(s) are git-LFS pointers, not their data "
                               f"({how}); publishing them would replace the data on the Hub: {_few(pointers)}; "
                               "nothing was created or sent")
+        if untracked:
+            raise UploadError(f"{source.name}: {len(untracked)} file(s) are committed in git-LFS pointer form, but no "
+                              "filter=lfs rule of the revision's .gitattributes tracks them, so they are not "
+                              f"the data of any LFS object; publishing them would look like missing LFS data: "
+                              f"{_few(untracked)}; nothing was created or sent")
     except BaseException:
         staging.close()
         raise
