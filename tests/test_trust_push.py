@@ -227,6 +227,38 @@ def test_git_lfs_tracking_is_read_from_the_revision_not_the_work_tree(tmp_path):
         assert tree.lfs_tracked(paths) == {"data/train.parquet", "data/nested/a.bin"}
 
 
+def test_git_lfs_tracking_ignores_this_machines_attributes_and_settings(tmp_path):
+    """A fresh clone's rules, not this repository's: its info/attributes, a core.attributesFile of its config, a
+    sparse checkout (git 2.39's check-attr --cached skips .gitattributes outside the cone) and ignorecase all
+    changed the answer (an adversarial review), making --rev resolve a file nothing tracks."""
+    from envtag.gittree import GitTree
+
+    repo, _ = lfs_repo(tmp_path, b"x" * 100, with_object=False)
+    build(repo, {"keep/x.txt": "x\n", "data/.gitattributes": "*.txt -filter\n", "data/notes.txt": "n\n",
+                 "data/b.BIN": "b\n", ".gitattributes": "*.parquet filter=lfs -text\n*.bin filter=lfs\n"})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "rules")
+    paths = ["data/train.parquet", "data/notes.txt", "data/b.BIN"]
+    (repo / ".git/info").mkdir(exist_ok=True)
+    (repo / ".git/info/attributes").write_text("*.txt filter=lfs\n")
+    (tmp_path / "mine").write_text("*.txt filter=lfs\n")
+    git(repo, "config", "core.attributesFile", str(tmp_path / "mine"))
+    git(repo, "config", "core.ignorecase", "true")
+    git(repo, "sparse-checkout", "set", "--cone", "keep")
+    with GitTree(repo, "HEAD") as tree:
+        assert tree.lfs_tracked(paths) == {"data/train.parquet"}
+
+
+def test_git_lfs_tracking_is_of_the_revision_listed_even_when_its_branch_moves(tmp_path):
+    from envtag.gittree import GitTree
+
+    repo, _ = lfs_repo(tmp_path, b"x" * 100, with_object=False)
+    with GitTree(repo, "main") as tree:
+        (repo / ".gitattributes").write_text("* filter=lfs\n")
+        git(repo, "commit", "-q", "-am", "every file in LFS")
+        assert tree.lfs_tracked(["data/train.parquet", "tasks/a/task.toml"]) == {"data/train.parquet"}
+
+
 # -- clean failures before anything is created ------------------------------------------------------------
 
 def test_a_file_named_like_a_folder_huggingface_hub_refuses_is_left_out(hub, tmp_path):

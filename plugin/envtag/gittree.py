@@ -104,6 +104,7 @@ class GitTree(Tree):
         self._batch: _CatFile | None = None  # started on the first read
         self._parents_batch: _CatFile | None = None  # in a forked child: the parent's, kept, never used
         try:
+            self.tree_id = self._resolve()  # the revision's root tree, pinned: a branch that moves changes nothing
             self._list(*self._ls_tree())
         except OSError as exc:  # git cannot be started
             self.close()
@@ -111,6 +112,17 @@ class GitTree(Tree):
         except BaseException:
             self.close()
             raise
+
+    def _resolve(self) -> str:
+        """The id of the revision's root tree, which every later git run names instead of the revision (a branch
+        that moves meanwhile changes nothing); asked of the batch reader the reads use, so no process more."""
+        try:
+            tree_id = self._cat_file().resolve(f"{self.rev}^{{tree}}")
+        except OSError:
+            tree_id = None
+        if tree_id is None:
+            raise TreeError(self._bad_revision_message())
+        return tree_id
 
     def _popen(self, args: list[str], **kwargs: Any) -> subprocess.Popen:
         """A hardened git run on this repository (gitrun.py)."""
@@ -123,7 +135,7 @@ class GitTree(Tree):
         chunk by chunk while git still lists, with whole-list operations: the records go to ``_entries``;
         returns the links, the submodules and the listed paths' folders."""
         errors = tempfile.TemporaryFile()  # read once git is done: a pipe could fill and stall it
-        process = self._popen(["ls-tree", "-r", "-l", "-z", "--full-tree", f"{self.rev}:{self.prefix}"],
+        process = self._popen(["ls-tree", "-r", "-l", "-z", "--full-tree", f"{self.tree_id}:{self.prefix}"],
                               stderr=errors)
         entries, links, submodules, folders, rest = self._entries, [], [], set(), b""
         listed = 0
@@ -172,7 +184,7 @@ class GitTree(Tree):
         """Leave out every path listed more than once (each is reported): run only when the listing's count
         says there is one, with a second listing of the paths alone (``--name-only``)."""
         status, names, error = gitrun.run(["ls-tree", "-r", "-z", "--name-only", "--full-tree",
-                                           f"{self.rev}:{self.prefix}"], cwd=self.folder, git_dir=self.git_dir)
+                                           f"{self.tree_id}:{self.prefix}"], cwd=self.folder, git_dir=self.git_dir)
         if status != 0:
             raise TreeError(self._bad_revision_message(error))
         twice = {path for path, count in Counter(names.split("\0")).items() if count > 1 and path in self._entries}
@@ -337,20 +349,30 @@ class GitTree(Tree):
         return self._stream(sha, size) if size > STREAM_LIMIT else io.BytesIO(self._blob(sha, size))
 
     def lfs_tracked(self, paths: Iterable[str]) -> set[str]:
-        """The paths git-lfs stores at this revision: ``filter=lfs`` by the revision's own .gitattributes, as git
-        reads them (a scratch index of the revision, then ``git check-attr --cached``: git 2.39 has no
-        ``check-attr --source``). A pointer-shaped file nothing tracks is the committed file, not a pointer."""
+        """The paths git-lfs stores at this revision: ``filter=lfs`` by the revision's own .gitattributes alone, as a
+        fresh clone reads them. git decides, in a scratch bare repository borrowing this one's objects: the
+        revision's tree read into its index, then ``git check-attr --cached`` (git 2.39 has no ``--source``), with no
+        attributes file of the user, the system or this repository (info/attributes, core.attributesFile) and none
+        of its settings (a sparse checkout, ignorecase). A pointer-shaped file nothing tracks is the committed file."""
         paths = list(paths)
         if not paths:
             return set()
         top = {(f"{self.prefix}/{path}" if self.prefix else path): path for path in paths}
+        objects = os.path.join(os.path.abspath(self.common_dir), "objects")
         with tempfile.TemporaryDirectory(prefix="envtag-attributes-") as scratch:
-            index = {"GIT_INDEX_FILE": os.path.join(scratch, "index")}
-            status, _, error = gitrun.run(["read-tree", f"{self.rev}^{{tree}}"], cwd=self.folder,
-                                          git_dir=self.git_dir, env=index)
+            repo = os.path.join(scratch, "repo.git")
+            env = {"GIT_INDEX_FILE": os.path.join(scratch, "index"), "GIT_ALTERNATE_OBJECT_DIRECTORIES": objects,
+                   "GIT_ATTR_NOSYSTEM": "1", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+            isolated = ["-c", f"core.attributesFile={os.devnull}", "-c", "core.ignorecase=false"]
+            object_format = "sha256" if len(self.tree_id) == 64 else "sha1"
+            status, out, error = gitrun.run(["init", "--bare", "--quiet", f"--object-format={object_format}", repo],
+                                            cwd=scratch, env=env)
             if status == 0:
-                status, out, error = gitrun.run(["check-attr", "--cached", "-z", "--stdin", "filter"],
-                                                cwd=self.folder, git_dir=self.git_dir, env=index,
+                status, out, error = gitrun.run([*isolated, "read-tree", self.tree_id], cwd=scratch, git_dir=repo,
+                                                env=env)
+            if status == 0:
+                status, out, error = gitrun.run([*isolated, "check-attr", "--cached", "-z", "--stdin", "filter"],
+                                                cwd=scratch, git_dir=repo, env=env,
                                                 input="\0".join(top).encode("utf-8", "surrogateescape") + b"\0")
         if status != 0:
             raise TreeError(f"{self.folder}: git cannot tell which files git-lfs tracks at {self.rev!r}: "
@@ -566,16 +588,28 @@ class _CatFile:
 
     def answer(self) -> tuple[str, bytes | None]:
         """The next answer: (blob id, its bytes), or None for an object that is missing or not a blob."""
+        sha, header, data = self._next()
+        return sha, data if header[1:2] == [b"blob"] else None
+
+    def resolve(self, name: str) -> str | None:
+        """The id of the object ``name`` names (``v1^{tree}``), or None when it names none; asked alone."""
+        if self.written or self.waiting:
+            raise RuntimeError("resolve() is asked before any read")
+        self.ask([name])
+        _, header, _ = self._next()
+        return header[0].decode("ascii") if len(header) == 3 else None
+
+    def _next(self) -> tuple[str, list[bytes], bytes | None]:
+        """(what was asked, the answer's header ``<id> <type> <size>`` or ``<name> missing``, the content)."""
         self._send()
         sha = self.written.popleft()
         self.pending.discard(sha)
-        header = self.process.stdout.readline().split()  # "<sha> <type> <size>", or "<sha> missing"
+        header = self.process.stdout.readline().split()
         if not header:
             raise OSError(f"cannot read git object {sha}: git cat-file ended")
         if len(header) != 3:
-            return sha, None
-        data = self.process.stdout.read(int(header[2]) + 1)[:-1]  # the content, then a newline
-        return sha, data if header[1] == b"blob" else None
+            return sha, header, None
+        return sha, header, self.process.stdout.read(int(header[2]) + 1)[:-1]  # the content, then a newline
 
     def stop(self) -> None:
         self.process.kill()
