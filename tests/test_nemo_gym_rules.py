@@ -250,3 +250,30 @@ def test_pydantic_core_is_imported_only_when_a_row_is_judged(tmp_path):
             "assert 'pydantic_core' in sys.modules and 'nemo-gym' in report.tags, report.tags")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+# -- what Verifiers' NeMo Gym loader reads of these files ------------------------------------------------------
+
+def test_a_partly_refused_root_counts_rows_not_files(tmp_path):
+    """The message counted the files (2) in the layout's unit, rows: "can read 1 of the 2 rows"."""
+    good = {"responses_create_params": {"input": "What is 2+2?"}}
+    bad = {"responses_create_params": {"input": [{"role": "user", "content": [
+        {"type": "input_image", "image_url": None, "detail": "auto"}]}]}}
+    report = detect(build(tmp_path, {"a.jsonl": jsonl([good] * 5), "b.jsonl": jsonl([bad])}))
+    assert report.tags == ["rl-environment", "nemo-gym"]
+    (problem,) = [p for p in report.problems if p.framework == "verifiers"]
+    assert "verifiers can read 5 of the 6 rows here but not 1 (first: b.jsonl)" in problem.message
+    assert "image_url (input_image) is null" in problem.message
+
+
+def test_verifiers_reads_a_materialised_row_whose_request_nemo_gym_would_refuse_as_a_run_request(tmp_path):
+    """NeMo Gym checks only a materialised row's task_id; Verifiers' loader parses its responses_create_params with
+    the Responses dialect alone (a sampling value NeMo Gym's run request refuses is read at rollout, not at load)."""
+    row = {**TASK, "responses_create_params": {"input": "hi", "temperature": "hot"}}
+    assert "verifiers" in detect(build(tmp_path / "reads", {"t.jsonl": jsonl([row])})).tags
+    for params in (None, "x", {"input": 5}):  # what the dialect fails on
+        row = {**TASK, "responses_create_params": params}
+        report = detect(build(tmp_path / str(params), {"t.jsonl": jsonl([row])}))
+        assert report.tags == ["rl-environment", "nemo-gym"]
+    report = detect(build(tmp_path / "none", {"t.jsonl": jsonl([TASK])}))
+    assert report.tags == ["rl-environment", "nemo-gym"]

@@ -352,11 +352,12 @@ def _judge_refusals(tag: str, entry: RootReport, refusals: list[tuple[Task, Refu
     for _, refusal in refusals:
         counts[refusal.reason] = counts.get(refusal.reason, 0) + 1
     reasons = "; ".join(f"{reason} ({n})" if len(counts) > 1 else reason for reason, n in counts.items())
-    total, unit = entry.units, entry.unit
-    if len(refusals) < total:
+    total, unit = entry.tasks, entry.unit  # counted in the layout's unit: rows of NeMo Gym files, not the files
+    refused = sum(task.count for task, _ in refusals)
+    if len(refusals) < entry.units:
         first, _ = refusals[0]
-        problems.append(Problem(entry.path, f"{tag} can read {total - len(refusals)} of the {counted(total, unit)} "
-                                            f"here but not {len(refusals)} (first: {first.path}): {reasons}; not "
+        problems.append(Problem(entry.path, f"{tag} can read {total - refused} of the {counted(total, unit)} "
+                                            f"here but not {refused} (first: {first.path}): {reasons}; not "
                                             "tagged for this root", framework=tag))
     elif all(refusal.near_miss for _, refusal in refusals):
         problems.append(Problem(entry.path, f"{tag} could read the {counted(total, unit)} here, but {reasons}; "

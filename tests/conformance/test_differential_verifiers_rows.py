@@ -6,11 +6,12 @@ Verifiers' NeMo Gym loader (``NeMoGymTaskset.load()``, Verifiers 0.4.0) parses e
 rows NeMo Gym accepts (an ``input_image`` whose ``image_url`` is null, a tool whose ``parameters`` is not an object,
 a call's extra ``arguments: null``...). envtag models that in ``envtag/builtin/responses_dialect.py``.
 
-Rows: every field of NeMo Gym 0.7's run request mutated (``nemo_gym_cases.sweep``), its fixed rows, and the targeted
-generator of ``responses_cases.py``; only rows NeMo Gym accepts are kept (envtag's NeMo Gym rules, themselves held to
-NeMo Gym by test_differential_nemo_gym.py). Each goes into a one-row file; envtag judges the folder through its
-detector and the Verifiers reader, as ``envtag detect`` does; Verifiers loads each file in its venv
-(``check_verifiers.py``, kind ``reader-nemo-gym``). Held equal: whether the file loads.
+Rows: every field of NeMo Gym 0.7's run request mutated (``nemo_gym_cases.sweep``), its fixed rows, the targeted
+generator of ``responses_cases.py``, and materialised task rows carrying a third of those requests (NeMo Gym 0.7
+checks only their task_id; Verifiers parses their request anyway); only rows NeMo Gym accepts are kept (envtag's
+NeMo Gym rules, themselves held to NeMo Gym by test_differential_nemo_gym.py). Each goes into a one-row file;
+envtag judges the folder through its detector and the Verifiers reader, as ``envtag detect`` does; Verifiers loads
+each file in its venv (``check_verifiers.py``, kind ``reader-nemo-gym``). Held equal: whether the file loads.
 
 ENVTAG_DIFFERENTIAL_CASES (default 1000) scales the targeted rows (three per case); the seed is fixed.
 """
@@ -44,21 +45,33 @@ LAYOUT = "nemo-gym-jsonl"
 
 
 def rows() -> list[tuple[str, dict]]:
-    """(label, row): distinct rows NeMo Gym accepts whose responses_create_params is a run request."""
+    """(label, row): distinct rows NeMo Gym accepts: run requests, and materialised task rows (NeMo Gym 0.7 checks
+    only their task_id) carrying any responses_create_params, a run request or not, or none."""
     walk = SchemaWalk(load_snapshot("nemo_gym-0.7.json"), RUN_REQUEST)
     candidates = [(label, line) for label, line in [*sweep(walk, lambda value: value, SEED), *FIXED]]
     generator = random.Random(SEED)
     candidates += [(f"targeted {index}", json.dumps({"responses_create_params": params(generator)}))
                    for index in range(TARGETED)]
-    seen, kept = set(), []
-    for label, line in candidates:
+    task = {"task_id": {"taskset": "math", "task_id": "1"}, "task_input": {"q": "2+2"}}
+    materialised = [("materialised, without responses_create_params", json.dumps(task))]
+    for label, line in candidates[::3]:
         try:
             row = json.loads(line)
         except ValueError:
             continue
-        if not isinstance(row, dict) or not isinstance(row.get("responses_create_params"), dict):
+        if isinstance(row, dict) and "responses_create_params" in row:
+            materialised.append((f"materialised, {label}",
+                                 json.dumps({**task, "responses_create_params": row["responses_create_params"]})))
+    seen, kept = set(), []
+    for label, line in [*candidates, *materialised]:
+        try:
+            row = json.loads(line)
+        except ValueError:
             continue
-        if nemo_gym.row_problem(row) is not None or nemo_gym.nemo_gym_rules.is_materialised(row):
+        if not isinstance(row, dict) or nemo_gym.row_problem(row) is not None:
+            continue
+        if not nemo_gym.nemo_gym_rules.is_materialised(row) and not isinstance(row.get("responses_create_params"),
+                                                                                 dict):
             continue
         key = json.dumps(row, sort_keys=True)
         if key not in seen:
@@ -99,8 +112,9 @@ def test_generated_rows_nemo_gym_accepts_agree_with_verifiers_loader(tmp_path):
             row = (tmp_path / name).read_text(encoding="utf-8").strip()
             disagreements.append(f"{names[name]}: envtag {'reads' if said[name] is None else 'refuses'} it "
                                  f"({said[name]}), Verifiers says {verdict['reason']}: {row[:400]}")
+    materialised = sum(nemo_gym.nemo_gym_rules.is_materialised(row) for _, row in cases)
     COUNTS["verifiers reading generated nemo-gym rows (ResponsesDialect.parse_request)"] = (
-        f"{len(cases)} NeMo-Gym-valid rows, {refused} refused by Verifiers 0.4, {len(kinds)} kinds of refusal, "
-        f"{len(disagreements)} disagreements")
+        f"{len(cases)} NeMo-Gym-valid rows ({materialised} materialised), {refused} refused by Verifiers 0.4, "
+        f"{len(kinds)} kinds of refusal, {len(disagreements)} disagreements")
     assert len(cases) > 2000 and refused > 100 and len(kinds) > 10, "the generator reaches the dialect's failures"
     assert not disagreements, "\n".join(disagreements[:30])

@@ -88,7 +88,7 @@ class _FileCheck:
         self.rows = 0
         self.nemo_rows = 0
         self.materialised = 0
-        self.without_params = 0  # rows with no usable responses_create_params: Verifiers' loader parses it in each
+        self.without_params = 0  # materialised rows without responses_create_params: Verifiers' loader reads it
         self.dialect_refusal: str | None = None  # the first row Verifiers' Responses dialect cannot parse, and why
         self.first_bad: tuple[int, str] | None = None
         self.undecided = False  # a row past the line cap was not judged: NeMo Gym may read it
@@ -142,16 +142,14 @@ class _FileCheck:
                         problem = row_problem(row)
         if _is_nemo_row(row):
             self.nemo_rows += 1
-            params = row.get("responses_create_params")
+            has_params = "responses_create_params" in row
             if nemo_gym_rules.is_materialised(row):
                 self.materialised += 1
-                # NeMo Gym checks only task_id here; Verifiers' loader parses responses_create_params: one NeMo Gym
-                # would accept as a run request, or the row is not Verifiers'
-                if params is None or nemo_gym_rules.row_errors({"responses_create_params": params}):
-                    self.without_params += 1
-                    params = None
-            if params is not None and problem is None and self.first_bad is None and self.dialect_refusal is None:
-                why = responses_dialect.refusal(params)  # the raw row, as Verifiers parses it
+                # NeMo Gym checks only task_id here; Verifiers' loader reads row["responses_create_params"] in every
+                # row and parses it with its Responses dialect (below), whatever else NeMo Gym would say of it
+                self.without_params += not has_params
+            if has_params and problem is None and self.first_bad is None and self.dialect_refusal is None:
+                why = responses_dialect.refusal(row["responses_create_params"])  # the raw row, as Verifiers reads it
                 if why is not None:
                     self.dialect_refusal = f"line {number}: {why}"
         if problem and self.first_bad is None:
@@ -402,8 +400,8 @@ def register_layouts(register):
                     facts={"exact_count": "bool: every line was counted (False: estimated from a remote head, or "
                                           f"locally past the first {COUNT_BYTES // (1024 * 1024)} MiB)",
                            "materialised_rows": "int: rows of the 0.7 task_id/task_input form",
-                           "rows_without_params": "int: materialised rows without a responses_create_params NeMo "
-                                                  "Gym accepts as a run request (Verifiers' loader parses it)",
+                           "rows_without_params": "int: materialised rows without a responses_create_params "
+                                                  "(Verifiers' loader reads it in every row)",
                            "responses_dialect_refusal": "str or None: the first row whose responses_create_params "
                                                         "Verifiers' Responses dialect fails to parse (line: why)"},
                     signals=("*.jsonl",)))

@@ -1628,20 +1628,21 @@ def _harbor_verdict(facts: dict) -> Refusal | str | None:
 
 
 def reads_nemo_gym(tasks: list[Task]) -> list[str | None]:
-    """verifiers.v1.tasksets.nemo_gym parses ``row["responses_create_params"]`` of every row with its Responses
-    dialect (responses_dialect.py): a materialised task_id/task_input row (NeMo Gym checks only its task_id) is read
-    when it carries a valid one too, and a row NeMo Gym accepts can still hold what the dialect fails on."""
+    """verifiers.v1.tasksets.nemo_gym (Verifiers 0.4, the newest pinned release) parses each row's
+    ``responses_create_params`` with its Responses dialect (responses_dialect.py): a materialised task_id/task_input
+    row (NeMo Gym checks only its task_id) is read when it carries one the dialect parses, and a row NeMo Gym
+    accepts can still hold what the dialect fails on. (0.3.1's loader refuses a subset of those rows.)"""
     return [_nemo_gym_verdict(task.facts) for task in tasks]
 
 
 def _nemo_gym_verdict(facts: dict) -> str | None:
     if facts.get("rows_without_params"):
-        return ("has materialised task rows (task_id/task_input) without a valid responses_create_params, which "
-                "Verifiers' NeMo Gym loader parses in every row")
+        return ("has materialised task rows (task_id/task_input) without responses_create_params, which "
+                "Verifiers' NeMo Gym loader reads in every row")
     if facts.get("responses_dialect_refusal"):
         # "line 3: input[0].content[1].image_url ...": the same failure in many files is one reason, counted
         why = re.sub(r"\[\d+\]", "[]", facts["responses_dialect_refusal"].partition(": ")[2])
-        return f"a row's {why} (Verifiers' ResponsesDialect.parse_request fails on it)"
+        return f"a row's {why} (Verifiers 0.4's ResponsesDialect.parse_request fails on it)"
     return None
 
 
