@@ -97,6 +97,9 @@ def test_out_of_date_message_says_remove_only_when_pruning(tmp_path):
     assert checked.returncode == 1 and "out of date: add rl-environment, openenv. Run" in checked.stdout
     pruned = run("tag", str(tmp_path), "--check", "--prune")
     assert "out of date: add rl-environment, openenv; remove nemo-gym. Run" in pruned.stdout
+    repeated = "---\ntags:\n" + "- nemo-gym\n- custom\n" * 3 + "- verifiers\n---\n"  # said once, counted
+    assert plan_card(repeated, report, prune=True).summary() == \
+        "add rl-environment, harbor, openenv; remove nemo-gym (3 copies), verifiers"
 
 
 def test_library_prefixed_tag_counts_as_present(tmp_path):

@@ -14,6 +14,7 @@ import difflib
 import os
 import re
 import stat
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -456,9 +457,19 @@ def _node_end(text: str, node: yaml.Node, offset: int) -> int:
 
 
 def _splice(text: str, edits: list[tuple[int, int, str]]) -> str:
-    for start, end, replacement in sorted(edits, key=lambda edit: (edit[0], edit[1]), reverse=True):
-        text = text[:start] + replacement + text[end:]
-    return text
+    """The text with each (start, end, replacement) made, in one pass (a copy of the text per edit was quadratic:
+    pruning 16,000 copies of a tag took 44 s). Edits do not overlap; insertions at one place keep the order the
+    edits were planned in, last first."""
+    order = sorted(range(len(edits)), key=lambda i: (edits[i][0], edits[i][1], -i))
+    pieces, at = [], 0
+    for i in order:
+        start, end, replacement = edits[i]
+        if start < at:
+            raise AssertionError(f"overlapping card edits at {start}")
+        pieces += [text[at:start], replacement]
+        at = end
+    pieces.append(text[at:])
+    return "".join(pieces)
 
 
 def _source(text: str, node: yaml.Node, offset: int, value: str) -> str:
@@ -778,8 +789,9 @@ class CardPlan:
         changes = []
         if self.missing:
             changes.append("add " + ", ".join(self.missing))
-        if self.removed:
-            changes.append("remove " + ", ".join(self.removed))
+        if self.removed:  # each tag once, with how many copies go when the card repeats it
+            copies = Counter(self.removed)
+            changes.append("remove " + ", ".join(tag if n == 1 else f"{tag} ({n} copies)" for tag, n in copies.items()))
         return "; ".join(changes) or "update"
 
     def diff(self) -> str:
