@@ -320,3 +320,40 @@ def test_tasks_holding_harborignore_files_are_linear(tmp_path):
     assert scaling(tmp_path, harborignored, 60) < LINEAR
     report = detect(tmp_path / "240")
     assert report.framework("harbor").tasks == 240 and "harbor" in report.tags
+
+
+def skipped_by_many_patterns(i: int) -> dict:
+    """A task, and a [tool.envtag] skip pattern per task that matches nothing (a skip check matched every path
+    against every pattern: 4,000 tasks and patterns took 185 s)."""
+    return {f"tasks/t{i}/task.toml": 'version = "1.0"\n[environment]\ndocker_image = "python:3.12"\n',
+            f"tasks/t{i}/instruction.md": "x\n", f"tasks/t{i}/tests/test.sh": "x\n"}
+
+
+def test_many_skip_patterns_are_linear(tmp_path):
+    def files(count: int) -> dict:
+        patterns = ", ".join(f'"nothing-{i}/*.log"' for i in range(count))
+        return {**{k: v for i in range(count) for k, v in skipped_by_many_patterns(i).items()},
+                "pyproject.toml": f"[tool.envtag]\nskip = [{patterns}, \"tasks/t0\"]\n"}
+
+    counts = []
+    for size in (100, 400):
+        root = build(tmp_path / str(size), files(size))
+        counts.append(calls(lambda root=root: detect(root)))
+    assert counts[1] / counts[0] < LINEAR
+    assert detect(tmp_path / "400").framework("harbor").tasks == 399  # tasks/t0 is skipped
+
+
+def test_one_expression_for_many_globs_matches_as_fnmatch_does():
+    import fnmatch
+    import random
+
+    from envtag.fileset import glob_matcher
+
+    generator = random.Random(7)
+    alphabet = ["a", "b", "/", ".", "*", "?", "[ab]", "[!a]", "**", "x/*", "[", "]"]
+    for _ in range(300):
+        patterns = ["".join(generator.choices(alphabet, k=generator.randint(1, 5))) for _ in range(3)]
+        matches = glob_matcher(patterns)
+        for _ in range(20):
+            path = "".join(generator.choices(["a", "b", "/", ".", "x", "["], k=generator.randint(0, 8)))
+            assert matches(path) == any(fnmatch.fnmatchcase(path, p) for p in patterns), (patterns, path)

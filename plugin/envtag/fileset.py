@@ -16,7 +16,8 @@ What ``detect`` judges is what ``push`` uploads, so the rule lives here and nowh
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 from itertools import compress, repeat
 from operator import itemgetter
 
@@ -229,6 +230,16 @@ def _bad_parts(paths: list[str], names: list[str], folders: set[str]) -> tuple[d
     return {f: r for f, r in bad.items() if not above.path(f)}, bad_names
 
 
+def glob_matcher(patterns: Iterable[str]) -> Callable[[str], bool]:
+    """Whether a path matches one of ``patterns`` (``fnmatch.fnmatchcase``): one compiled expression for all of
+    them, so a path costs one C call however many patterns a config lists (a call per pattern was quadratic)."""
+    patterns = list(patterns)
+    if not patterns:
+        return lambda path: False
+    match = re.compile("|".join(fnmatch.translate(pattern) for pattern in patterns)).match
+    return lambda path: match(path) is not None
+
+
 class ForceInclude:
     """``[tool.envtag] force-include``: glob patterns (fnmatch, on the repo-relative path) of files to keep
     although git ignores them (generated data, say). Never applies to credential files or links out."""
@@ -236,9 +247,10 @@ class ForceInclude:
     def __init__(self, patterns: Iterable[str] = (), paths: Iterable[str] = ()):
         self.patterns = [p.strip("/") for p in patterns if p.strip("/")]
         self.paths = set(paths)  # exact paths: what a framework's upload names (detect(files=...))
+        self._matches = glob_matcher(self.patterns)
 
     def __bool__(self) -> bool:
         return bool(self.patterns or self.paths)
 
     def file(self, path: str) -> bool:
-        return path in self.paths or any(fnmatch.fnmatchcase(path, p) for p in self.patterns)
+        return path in self.paths or self._matches(path)

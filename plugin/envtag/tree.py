@@ -6,13 +6,12 @@ listing (no stat, no network) and read the few files they need through capped re
 
 from __future__ import annotations
 
-import fnmatch
 import io
 import os
 import stat
 import time
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import compress, repeat
 from operator import itemgetter
 from typing import Any, BinaryIO
@@ -64,6 +63,7 @@ class Tree:
     def __init__(self, name: str, skip: Iterable[str] = ()):
         self.name = name
         self.skip = [p.rstrip("/") for p in skip if p.strip()]
+        self._skip_matches: Callable[[str], bool] | None = None
         self._files: set[str] = set()
         self._dirs: set[str] = {"."}
         self._by_name: dict[str, list[str]] | None = None
@@ -82,10 +82,9 @@ class Tree:
         README.md at the root, is never skipped: it is the file envtag edits."""
         if not self.skip or path == "README.md":
             return False
-        for pattern in self.skip:
-            if fnmatch.fnmatchcase(path, pattern) or fnmatch.fnmatchcase(path, pattern + "/*"):
-                return True
-        return False
+        if self._skip_matches is None:  # a pattern, or a folder it names: "x/*" (``*`` crosses slashes)
+            self._skip_matches = fileset.glob_matcher([*self.skip, *(pattern + "/*" for pattern in self.skip)])
+        return self._skip_matches(path)
 
     def files(self) -> set[str]:
         return self._files
