@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from .model import RL_TAG, VERDICTS, Report, bare_tag, counted
+from .model import RL_TAG, VERDICTS, Report, RootReport, bare_tag, counted
 
 _MD_PUNCT = re.compile(r"[!-/:-@\[-`{-~]")  # ASCII punctuation: CommonMark lets a backslash escape each
 _MD_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
@@ -160,10 +160,13 @@ def markdown(report: Report) -> str:
         out.append("")
         out.append("| framework | native | root | count | load command |")
         out.append("|---|---|---|---|---|")
+        entries: dict[tuple[str, str], RootReport] = {}  # (root, tag) -> the first entry that loads with it
+        for r in report.roots:
+            for tag in (*r.native, *r.readers):
+                entries.setdefault((r.path, tag), r)
         for framework in report.frameworks:
             for root in framework.roots or ["-"]:
-                entry = next((r for r in report.roots if r.path == root and framework.tag in
-                              (*r.native, *r.readers)), None)
+                entry = entries.get((root, framework.tag))
                 count = counted(entry.tasks, entry.unit) if entry else "0"
                 command = framework.load_commands.get(root, "")
                 out.append(f"| {md_text(framework.tag)} | {'yes' if framework.native else 'reader'} | "
