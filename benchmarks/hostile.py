@@ -164,6 +164,26 @@ def _harborignored(index: int) -> dict[str, str]:
             task + "solution/solve.sh": "#!/bin/sh\ntrue\n", task + "solution/.harborignore": "*.log\n"}
 
 
+def _stale_tags(root: Path) -> list[str]:
+    """A card listing `harbor` 16,000 times between other tags, over an 8 MB body, pruned (a copy of the card per
+    edit: 44 s)."""
+    folder = taskset(root / "ts")
+    tags = "".join(f"  - harbor\n  - t{i}\n" for i in range(8_000))
+    (folder / "README.md").write_text(f"---\ntags:\n{tags}---\n" + "body text\n" * 800_000, encoding="utf-8")
+    (folder / "tasks").rename(folder / "not-harbor")
+    (folder / "not-harbor" / "a" / "task.toml").unlink()
+    return ["tag", str(folder), "--check", "--prune"]
+
+
+def _skip_patterns(root: Path) -> list[str]:
+    """4,000 tasks and a [tool.envtag] skip pattern per task (every path matched against every pattern: 185 s)."""
+    build = _many(4_000, lambda i: {f"tasks/t{i}/{k}": v for k, v in TASK.items()})
+    args = build(root)
+    patterns = ", ".join(f'"nothing-{i}/*.log"' for i in range(4_000))
+    (root / "ts" / "pyproject.toml").write_text(f"[tool.envtag]\nskip = [{patterns}]\n", encoding="utf-8")
+    return args
+
+
 def _sparse_jsonl(root: Path) -> list[str]:
     """A 20 GB .jsonl of NUL bytes without a newline (a hole: no disk used), once read whole to count lines."""
     folder = taskset(root / "ts")
@@ -223,6 +243,8 @@ CASES = [
     Case("link cycles and links to folders", _link_cycles),
     Case("Harbor: 20,000 tasks, environment/ holds a sub-folder", _many(20_000, _harbor_env_subfolder)),
     Case("Harbor: 5,000 tasks, each holding two .harborignore", _many(5_000, _harborignored)),
+    Case("[tool.envtag] skip: 4,000 patterns, 4,000 tasks", _skip_patterns),
+    Case("card: 8,000 stale copies of a tag pruned, 8 MB body", _stale_tags, (0, 1)),
     Case("NeMo Gym: sparse 20 GB .jsonl, no newline", _sparse_jsonl),
     Case("NeMo Gym: 60 MB of `{}` rows", _with({"data/train.jsonl": "{}\n" * 20_000_000})),
     Case("NeMo Gym: 10,000 data folders, 10,000 configs apart", _many(10_000, lambda i: {
