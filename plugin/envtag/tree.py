@@ -140,11 +140,8 @@ class Tree:
         files = self._sorted
         if folder in (".", ""):
             return list(files)
-        prefix = folder + "/"
-        start = end = bisect_left(files, prefix)  # the paths below a folder are one run of the sorted list
-        while end < len(files) and files[end].startswith(prefix):
-            end += 1
-        return files[start:end]
+        # the paths below a folder are one run of the sorted list: from "folder/" up to "folder0" ("0" follows "/")
+        return files[bisect_left(files, folder + "/"):bisect_left(files, folder + "0")]
 
     # -- reading -----------------------------------------------------------------------------
     def size(self, path: str) -> int:

@@ -16,6 +16,7 @@ Everything runs once per task of a 100,000-task repo: the common task (no artifa
 
 from __future__ import annotations
 
+import bisect
 import functools
 import marshal
 import math
@@ -1072,6 +1073,10 @@ class TaskInputs:
         self.tree, self.links = tree, links
         self.prefix = "" if d == "." else d + "/"
         self._rules: dict[str, list | None] = {}
+        self._steps: dict[str, bool] = {}  # a path (a folder with its slash) -> whether its own rules exclude it
+        self._matched: dict[str, bool] = {}  # a path -> _match's answer
+        self._link_paths = sorted(links)
+        self._ignores: list[str] | None = None  # the task's .harborignore files, task-relative, sorted
 
     def _is_dir(self, rel: str) -> bool:
         return self.tree.is_dir(self.prefix + rel)
@@ -1094,7 +1099,13 @@ class TaskInputs:
         return rules
 
     def _matches(self, rel: str) -> bool:
-        """TaskFileFilter._matches."""
+        """TaskFileFilter._matches, remembered per path (the walk asks about each folder for each path below it)."""
+        matched = self._matched.get(rel)
+        if matched is None:
+            matched = self._matched[rel] = self._match(rel)
+        return matched
+
+    def _match(self, rel: str) -> bool:
         if rel.rpartition("/")[2] == IGNORE_FILENAME:
             return True
         is_dir = self._is_dir(rel)
@@ -1111,11 +1122,15 @@ class TaskInputs:
             suffix = "/" if index < len(parts) - 1 or is_dir else ""
             if not in_scope(candidate + suffix):
                 continue
-            excluded = False
-            for folder, rules in specs:
-                include = check(rules, (candidate[len(folder) + 1:] if folder else candidate) + suffix)
-                if include is not None:
-                    excluded = include
+            step = candidate + suffix
+            excluded = self._steps.get(step)
+            if excluded is None:  # judged once per task: the walk asks about a folder for each path below it
+                excluded = False
+                for folder, rules in specs:
+                    include = check(rules, (candidate[len(folder) + 1:] if folder else candidate) + suffix)
+                    if include is not None:
+                        excluded = include
+                self._steps[step] = excluded
             if excluded:
                 return True
         return False
@@ -1140,16 +1155,14 @@ class TaskInputs:
         inside the task, and with ``exclude`` the walk skips what .harborignore excludes and reads the
         .harborignore of each folder whose other entries it asks about (a broken one refuses the task). Only
         links and .harborignore files can fail, so only they are looked at."""
-        base = root + "/"
-        for rel in sorted(p for p in self.links if p.startswith(base)):
+        for rel in _below(self._link_paths, root):
             if not exclude or self._visited(root, rel):
                 self._contained(rel)
         if not exclude:
             return
-        for rel in self._ignore_files():
+        for rel in _below(self._ignore_files(), root):
             folder = rel.rpartition("/")[0]
-            if (folder == root or folder.startswith(base)) and self._visited(root, folder) and \
-                    self._holds_more_than_its_rules(folder):
+            if self._visited(root, folder) and self._holds_more_than_its_rules(folder):
                 self.ignore_rules(folder)
 
     def _visited(self, root: str, rel: str) -> bool:
@@ -1164,15 +1177,22 @@ class TaskInputs:
         return True
 
     def _ignore_files(self) -> list[str]:
-        prefix = self.prefix
-        if not prefix:
-            return list(self.tree.named(IGNORE_FILENAME))
-        # the task's files, not every .harborignore of the repo: a check per task costs the task's files
-        return [p[len(prefix):] for p in self.tree.under(prefix[:-1]) if p.rpartition("/")[2] == IGNORE_FILENAME]
+        """The task's .harborignore files, found once per task (a task of many steps asks for each step)."""
+        if self._ignores is None:
+            prefix = self.prefix
+            files = self.tree.under(prefix[:-1]) if prefix else self.tree.named(IGNORE_FILENAME)  # the task's own
+            self._ignores = [p[len(prefix):] for p in files if p.rpartition("/")[2] == IGNORE_FILENAME]
+        return self._ignores
 
     def _holds_more_than_its_rules(self, folder: str) -> bool:
         own = f"{self.prefix}{folder}/{IGNORE_FILENAME}"
         return any(path != own for path in self.tree.under(self.prefix + folder))
+
+
+def _below(paths: list[str], folder: str) -> list[str]:
+    """The paths of a sorted list that lie below ``folder``, at any depth: one run of the list ("/" is followed
+    by "0" in code point order), found by bisection."""
+    return paths[bisect.bisect_left(paths, folder + "/"):bisect.bisect_left(paths, folder + "0")]
 
 
 # -- where a key is written ---------------------------------------------------------------------------------
