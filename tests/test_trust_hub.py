@@ -238,6 +238,30 @@ def test_a_damaged_foreign_or_locked_state_file_is_said_so(fresh, tmp_path):
     assert code == 2 and "locked by another program" in err
 
 
+OPEN_AT = """
+import sys, time
+from envtag.verdicts import StateFile
+start = float(sys.argv[2])
+time.sleep(max(0.0, start - time.time() - 0.005))
+while time.time() < start:
+    pass
+StateFile(sys.argv[1]).close()
+"""
+
+
+def test_audits_starting_together_on_a_new_state_file_both_open_it(tmp_path):
+    # SQLite answers a journal-mode switch racing another's with "locked" at once, without its busy wait: two
+    # audits sharing a new --state file failed to start most times they started within the same millisecond
+    for attempt in range(10):
+        path = tmp_path / f"shared{attempt}.db"
+        start = time.time() + 0.5
+        procs = [subprocess.Popen([sys.executable, "-c", OPEN_AT, str(path), repr(start)], stderr=subprocess.PIPE,
+                                  text=True) for _ in range(2)]
+        for proc in procs:
+            _, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err
+
+
 def test_a_state_file_that_fails_during_the_run_loses_no_verdict(fresh, tmp_path, monkeypatch):
     for i in range(5):
         needs_tags(fresh, f"alice/r{i}")

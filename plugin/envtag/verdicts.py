@@ -149,16 +149,30 @@ class StateFile:
             raise StateError(f"{self.path}: cannot open it as an audit state file ({exc}); give another file name") \
                 from None
         try:
-            self._check_owner()
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute(self.SCHEMA)
-            self.db.commit()
+            self._set_up(time.monotonic() + timeout)
         except StateError:
             self.db.close()
             raise
         except sqlite3.Error as exc:
             self.db.close()
             raise StateError(self._explain(exc)) from None
+
+    def _set_up(self, deadline: float) -> None:
+        """Check the file is ours, switch it to WAL and create the table. SQLite answers a journal-mode switch
+        that races another connection's with "locked" at once, without waiting (two audits started together
+        sharing a new file), so a busy answer here is retried until the timeout."""
+        while True:
+            try:
+                self._check_owner()
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute(self.SCHEMA)
+                self.db.commit()
+                return
+            except sqlite3.OperationalError as exc:
+                if not ("locked" in str(exc) or "busy" in str(exc)) or time.monotonic() >= deadline:
+                    raise
+                self.db.rollback()
+                time.sleep(0.02)
 
     def _check_owner(self) -> None:
         """Refuse a SQLite file of another program: envtag writes only into a file that is empty or its own."""
