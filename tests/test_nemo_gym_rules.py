@@ -266,6 +266,20 @@ def test_a_partly_refused_root_counts_rows_not_files(tmp_path):
     assert "image_url (input_image) is null" in problem.message
 
 
+def test_each_reason_of_a_partly_refused_root_counts_rows_that_add_up(tmp_path):
+    """Each reason's count was a count of files ("(1)") beside a total in rows: it now names rows, and the
+    reasons' counts add up to the rows refused (a file Verifiers' loader fails on is refused whole)."""
+    good = {"responses_create_params": {"input": "What is 2+2?"}}
+    image = {"responses_create_params": {"input": [{"role": "user", "content": [
+        {"type": "input_image", "image_url": None, "detail": "auto"}]}]}}
+    tool = {"responses_create_params": {"input": "hi", "tools": [{"type": "tool_search", "parameters": ["q"]}]}}
+    report = detect(build(tmp_path, {"a.jsonl": jsonl([good] * 5), "b.jsonl": jsonl([image, good, good]),
+                                     "c.jsonl": jsonl([tool])}))
+    (problem,) = [p for p in report.problems if p.framework == "verifiers"]
+    assert "verifiers can read 5 of the 9 rows here but not 4" in problem.message, problem.message
+    assert "(3 rows)" in problem.message and "(1 row)" in problem.message, problem.message
+
+
 def test_verifiers_reads_a_materialised_row_whose_request_nemo_gym_would_refuse_as_a_run_request(tmp_path):
     """NeMo Gym checks only a materialised row's task_id; Verifiers' loader parses its responses_create_params with
     the Responses dialect alone (a sampling value NeMo Gym's run request refuses is read at rollout, not at load)."""

@@ -160,8 +160,8 @@ def test_a_root_refused_for_mixed_reasons_says_each_with_counts():
     report = detect_with(files)
     root = next(r for r in report.roots if r.path == "tasks")
     refused = root.refused["verifiers"]
-    assert "only builds environment/Dockerfile" in refused and "(2)" in refused
-    assert "no root registry.json lists them" in refused and refused.count("(2)") == 2
+    assert "only builds environment/Dockerfile" in refused and "(2 tasks)" in refused
+    assert "no root registry.json lists them" in refused and refused.count("(2 tasks)") == 2
     assert "not read by verifiers:" in envtag_render(report)
 
 

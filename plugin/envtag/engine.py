@@ -348,11 +348,12 @@ def _judge_refusals(tag: str, entry: RootReport, refusals: list[tuple[Task, Refu
     """Why ``tag`` does not load this root: every reason with its count, once. Refusing part of a root, or
     the whole of it for a fixable reason (a near-miss), is a problem; refusing it all otherwise is recorded
     on the root (``refused``): the framework simply does not read that layout there."""
-    counts: dict[str, int] = {}
-    for _, refusal in refusals:
-        counts[refusal.reason] = counts.get(refusal.reason, 0) + 1
-    reasons = "; ".join(f"{reason} ({n})" if len(counts) > 1 else reason for reason, n in counts.items())
     total, unit = entry.tasks, entry.unit  # counted in the layout's unit: rows of NeMo Gym files, not the files
+    counts: dict[str, int] = {}
+    for task, refusal in refusals:
+        counts[refusal.reason] = counts.get(refusal.reason, 0) + task.count
+    reasons = "; ".join(f"{reason} ({counted(n, unit)})" if len(counts) > 1 else reason
+                        for reason, n in counts.items())
     refused = sum(task.count for task, _ in refusals)
     if len(refusals) < entry.units:
         first, _ = refusals[0]
