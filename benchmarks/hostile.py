@@ -164,6 +164,18 @@ def _harborignored(index: int) -> dict[str, str]:
             task + "solution/solve.sh": "#!/bin/sh\ntrue\n", task + "solution/.harborignore": "*.log\n"}
 
 
+def _nested_harborignore(depth: int) -> dict[str, str]:
+    """A task whose tests/ is ``depth`` folders deep with a .harborignore and a file at each level: Harbor's rules
+    judge each folder against the rules of every folder above it (depth cubed: 1,000 levels took hours), until
+    the task's matching budget is spent and it is left undecided."""
+    files, folder = {}, "tasks/a/tests"
+    for _ in range(depth):
+        folder += "/d"
+        files[f"{folder}/.harborignore"] = "*.tmp\n"
+        files[f"{folder}/f.txt"] = "x\n"
+    return files
+
+
 def _stale_tags(root: Path) -> list[str]:
     """A card listing `harbor` 16,000 times between other tags, over an 8 MB body, pruned (a copy of the card per
     edit: 44 s)."""
@@ -243,6 +255,7 @@ CASES = [
     Case("link cycles and links to folders", _link_cycles),
     Case("Harbor: 20,000 tasks, environment/ holds a sub-folder", _many(20_000, _harbor_env_subfolder)),
     Case("Harbor: 5,000 tasks, each holding two .harborignore", _many(5_000, _harborignored)),
+    Case("Harbor: tests/ 1,000 levels deep, a .harborignore at each", _with(_nested_harborignore(1_000))),
     Case("[tool.envtag] skip: 4,000 patterns, 4,000 tasks", _skip_patterns),
     Case("card: 8,000 stale copies of a tag pruned, 8 MB body", _stale_tags, (0, 1)),
     Case("NeMo Gym: sparse 20 GB .jsonl, no newline", _sparse_jsonl),

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from envtag.builtin import nemo_gym
+from envtag.builtin import harbor_rules, nemo_gym
 from envtag.engine import detect
 from envtag.plugins import get_registry
 from envtag.tree import LocalTree
@@ -403,3 +403,16 @@ def test_a_deep_tests_folder_with_harborignore_files_at_each_level_is_cubic_at_m
         root = build(tmp_path / str(depth), deep_ignores(depth))
         counts.append(calls(lambda root=root: detect(root)))
     assert counts[1] / counts[0] < 10  # 2 cubed is 8; 2 to the fifth, 32
+
+
+def test_nested_harborignore_files_past_the_work_budget_leave_the_task_undecided(tmp_path, monkeypatch):
+    """1,000 levels (a path of 2 KB) took hours at depth cubed: a task's matching is bounded by its share of the
+    detection's budget, past which the task is undecided (its tags neither added nor pruned), not judged."""
+    roots = {depth: build(tmp_path / str(depth), deep_ignores(depth)) for depth in (150, 250, 600)}
+    report = detect(roots.pop(250))  # (8 s before the budget, and tagged harbor)
+    assert "harbor" not in report.tags and "harbor" in report.undecided
+    (problem,) = [p for p in report.problems if p.undecided]
+    assert problem.path == "tasks/m" and "need more matching than envtag gives a task" in problem.message
+    monkeypatch.setattr(harbor_rules, "IGNORE_WORK", 2_000_000)  # the same bound, reached sooner under a profiler
+    counts = [calls(lambda root=root: detect(root)) for root in roots.values()]
+    assert counts[1] / counts[0] < 5  # 4 times the files; unbounded, 4 cubed

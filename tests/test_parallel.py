@@ -204,3 +204,19 @@ def test_no_fork_possible_means_the_work_is_done_here(tmp_path, monkeypatch, for
     monkeypatch.setattr(parallel.os, "fork", no_fork)
     assert parallel.split_map(lambda part: [i * 2 for i in part], list(range(40)), tree) == [
         i * 2 for i in range(40)]
+
+
+def test_a_task_past_the_harborignore_budget_is_the_same_in_parallel(tmp_path, monkeypatch, forks):
+    """Each task's share of the matching budget is fixed before judging, so which task is undecided does not
+    depend on how the tasks were split between processes."""
+    from test_bounded_work import deep_ignores
+
+    files = deep_ignores(250)
+    for i in range(40):
+        files.update(harbor_task(f"tasks/t{i:02d}"))
+        files[f"tasks/t{i:02d}/tests/.harborignore"] = "*.tmp\n"
+    root = build(tmp_path / "repo", files)
+    serial = report_of(LocalTree(root), monkeypatch, "1")
+    assert forks == [] and "harbor" in serial[0]["undecided"]
+    assert report_of(LocalTree(root), monkeypatch, "4") == serial
+    assert forks

@@ -70,23 +70,25 @@ class Verdict:
     """What Harbor says of one task directory: the files it lacks, the fields and inputs it refuses (each with
     Harbor's reason), the line of the first refused field, and the facts readers need."""
 
-    __slots__ = ("missing", "fields", "line", "facts")
+    __slots__ = ("missing", "fields", "line", "facts", "undecided")
 
     def __init__(self) -> None:
         self.missing: list[str] = []
         self.fields: list[str] = []
         self.line: int | None = None
         self.facts: dict[str, Any] = {}
+        self.undecided: str | None = None  # why the task could not be judged (a work budget spent)
 
 
 def check_task(tree: Tree, d: str, config: dict[str, Any], notes: list[Problem] | None = None, *,
                data: bytes | None = None, links: dict[str, str | None] | None = None,
-               ignores: bool = False) -> Verdict:
+               ignores: bool = False, budget: Any = None) -> Verdict:
     """Harbor's verdict on a task directory (``Task.is_valid_dir`` and ``Task(path)``): the config through
     Harbor's own models (harbor_rules.RULES), then the folders and files its loader asks for. Problems with
     files that do not decide the task (a docker-compose.yaml that does not parse) go to ``notes``. ``data`` is
     task.toml as parsed (for the lines of refused keys); ``links`` (task-relative link -> target, None when it
-    points out of the task) and ``ignores`` (the task holds a .harborignore) turn on the input checks. Runs once
+    points out of the task) and ``ignores`` (the task holds a .harborignore) turn on the input checks; ``budget``
+    (harbor_rules.WorkBudget) bounds their matching. Runs once
     per task of a 100,000-task repo: set lookups on the listing in the common case."""
     rules = _rules()
     verdict = Verdict()
@@ -110,7 +112,7 @@ def check_task(tree: Tree, d: str, config: dict[str, Any], notes: list[Problem] 
             empty_environment = not tree.holds_files(prefix + "environment")
     steps = config.get("steps")
     multi_step = isinstance(steps, list) and len(steps) > 0
-    inputs = rules.TaskInputs(tree, d, links or {}) if (links or ignores) and not errors else None
+    inputs = rules.TaskInputs(tree, d, links or {}, budget) if (links or ignores) and not errors else None
     try:
         if inputs is not None:
             for step in steps if multi_step else ():
@@ -125,6 +127,8 @@ def check_task(tree: Tree, d: str, config: dict[str, Any], notes: list[Problem] 
             _check_tests(tree, prefix, config, None, inputs, verdict)
     except rules.IgnoreCrash as exc:
         verdict.fields.append(f"Harbor fails on a .harborignore pattern ({exc})")
+    except rules.OverBudget as exc:
+        verdict.undecided = str(exc)
     except (ValueError, OSError) as exc:  # Harbor's own checks raise these: is_valid_dir says False
         verdict.fields.append(f"{exc}")
     verdict.facts = _facts(tree, prefix, docker_image, multi_step, verifier, empty_environment, notes)
@@ -456,8 +460,13 @@ def _judge_tasks(tree: Tree, to_read: set[str], links: dict[str, dict[str, str |
                 verdicts.append(exc.problem)
                 continue
             notes: list[Problem] = []
-            verdict = check_task(tree, d, config, notes, data=data, links=links.get(d), ignores=d in ignores)
+            budget = rules.WorkBudget(len(ignores)) if d in ignores else None
+            verdict = check_task(tree, d, config, notes, data=data, links=links.get(d), ignores=d in ignores,
+                                 budget=budget)
             verdicts.extend(notes)
+            if verdict.undecided is not None:
+                verdicts.append(Problem(d, verdict.undecided, layout=LAYOUT, framework="harbor", undecided=True))
+                continue
             missing, fields, facts, line = verdict.missing, verdict.fields, verdict.facts, verdict.line
         else:
             (missing, facts), fields = _structure_only(tree, d), []

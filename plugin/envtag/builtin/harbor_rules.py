@@ -797,6 +797,35 @@ class IgnoreCrash(Exception):
     ``[z-a]``): not a refusal, Harbor raises ``re.error``."""
 
 
+# The .harborignore matching a task may do, in character steps (a path's characters times its rules' program
+# steps; about 90 ns each here at worst): the detection's pool shared evenly by its tasks that hold a .harborignore,
+# each given at least the floor. Harbor's rules judge each folder against the rules of every folder above it, so a
+# folder nested N deep with a .harborignore at each level costs N cubed (100 levels: 6 million steps, 0.6 s; 200:
+# 48 million, 4 s; 1,000: hours). A task holding two .harborignore files of one pattern takes about 150.
+IGNORE_WORK = 20_000_000
+IGNORE_WORK_PER_TASK = 200_000
+
+
+class WorkBudget:
+    """The .harborignore matching one task may do: its even share of the detection's pool (``tasks``: how many of
+    the detection's tasks hold one), at least IGNORE_WORK_PER_TASK. A share fixed before judging (not a pool spent
+    in turn) keeps each verdict the same whether the detection runs in one process or is split (parallel.py)."""
+
+    def __init__(self, tasks: int = 1):
+        self.limit = self.left = max(IGNORE_WORK_PER_TASK, IGNORE_WORK // max(1, tasks))
+
+    def spend(self, work: int) -> None:
+        self.left -= work
+        if self.left < 0:
+            raise OverBudget(f"its .harborignore rules need more matching than envtag gives a task here "
+                             f"({self.limit:,} character steps; rules in folders nested deep cost depth cubed); "
+                             "not judged")
+
+
+class OverBudget(Exception):
+    """The detection's .harborignore matching budget is spent (WorkBudget): the task is undecided."""
+
+
 def in_scope(rel: str) -> bool:
     """TaskFileFilter._IGNORE_SCOPES (``/tests/``, ``/solution/``, ``/steps/*/tests/``, ``/steps/*/solution/``)
     on a task-relative path, which ends with ``/`` for a folder: where .harborignore rules apply."""
@@ -1069,8 +1098,10 @@ class TaskInputs:
     .harborignore in scope or a link (``links``: task-relative path -> task-relative target, None when the target
     is outside the task): without either, no check can fail and nothing is excluded."""
 
-    def __init__(self, tree: Tree, d: str, links: dict[str, str | None]):
+    def __init__(self, tree: Tree, d: str, links: dict[str, str | None], budget: WorkBudget | None = None):
         self.tree, self.links = tree, links
+        self.budget = budget if budget is not None else WorkBudget()  # the task's own
+        self._weights: dict[str, int] = {}  # folder -> the program steps of its rules (a check's cost per character)
         self.prefix = "" if d == "." else d + "/"
         self._rules: dict[str, list | None] = {}
         self._steps: dict[str, bool] = {}  # a path (a folder with its slash) -> whether its own rules exclude it
@@ -1127,13 +1158,21 @@ class TaskInputs:
             if excluded is None:  # judged once per task: the walk asks about a folder for each path below it
                 excluded = False
                 for folder, rules in specs:
-                    include = check(rules, (candidate[len(folder) + 1:] if folder else candidate) + suffix)
+                    text = (candidate[len(folder) + 1:] if folder else candidate) + suffix
+                    self.budget.spend((len(text) + 1) * self._weight(folder, rules))
+                    include = check(rules, text)
                     if include is not None:
                         excluded = include
                 self._steps[step] = excluded
             if excluded:
                 return True
         return False
+
+    def _weight(self, folder: str, rules: list) -> int:
+        weight = self._weights.get(folder)
+        if weight is None:
+            weight = self._weights[folder] = sum(len(prog) for _, prog in rules)
+        return weight
 
     def is_excluded(self, rel: str) -> bool:
         """TaskFileFilter.is_excluded: the path, or the task file a link of the task ends at."""
