@@ -20,7 +20,7 @@ from envtag.builtin import harbor_rules, nemo_gym
 from envtag.engine import detect
 from envtag.plugins import get_registry
 from envtag.tree import LocalTree
-from fixture_repos import build, jsonl, nemo_row
+from fixture_repos import build, harbor_task, harbor_tasks, jsonl, nemo_row
 
 LINEAR = 6.0  # calls(4N) / calls(N): 4 for linear work, plus what does not grow with N; ~16 for quadratic
 
@@ -382,14 +382,14 @@ def test_a_task_of_many_steps_is_linear(tmp_path):
     assert detect(tmp_path / "200").framework("harbor").tasks == 1
 
 
-def deep_ignores(depth: int) -> dict:
-    """A task whose tests/ is ``depth`` folders deep, a .harborignore and a file at each level."""
+def deep_ignores(depth: int, rules: str = "*.tmp\n") -> dict:
+    """A task whose tests/ is ``depth`` folders deep, a .harborignore (``rules``) and a file at each level."""
     files = {"tasks/m/task.toml": 'version = "1.0"\n[environment]\ndocker_image = "python:3.12"\n',
              "tasks/m/instruction.md": "x\n", "tasks/m/tests/test.sh": "x\n"}
     folder = "tasks/m/tests"
     for _ in range(depth):
         folder += "/d"
-        files[f"{folder}/.harborignore"] = "*.tmp\n"
+        files[f"{folder}/.harborignore"] = rules
         files[f"{folder}/f.txt"] = "x\n"
     return files
 
@@ -412,7 +412,68 @@ def test_nested_harborignore_files_past_the_work_budget_leave_the_task_undecided
     report = detect(roots.pop(250))  # (8 s before the budget, and tagged harbor)
     assert "harbor" not in report.tags and "harbor" in report.undecided
     (problem,) = [p for p in report.problems if p.undecided]
-    assert problem.path == "tasks/m" and "need more matching than envtag gives a task" in problem.message
+    assert problem.path == "tasks/m" and "need more work than envtag gives a task" in problem.message
     monkeypatch.setattr(harbor_rules, "IGNORE_WORK", 2_000_000)  # the same bound, reached sooner under a profiler
     counts = [calls(lambda root=root: detect(root)) for root in roots.values()]
     assert counts[1] / counts[0] < 5  # 4 times the files; unbounded, 4 cubed
+
+
+@pytest.mark.parametrize("rules", ["", "# nothing here\n", "!**\n"])
+def test_rules_that_cost_nothing_to_match_still_spend_the_budget_on_the_walk(tmp_path, rules):
+    """A .harborignore of a comment (no program) was charged nothing, while the walk above each path (every part,
+    for every folder) is depth cubed: 1,900 levels took 18 s, 5,000 (a git revision) over 5 minutes."""
+    report = detect(build(tmp_path, deep_ignores(600, rules)))  # (pytest's clean-up recurses: under 1,000 deep)
+    assert "harbor" in report.undecided and "harbor" not in report.tags
+
+
+def test_bracket_classes_are_charged_before_they_are_compiled(tmp_path):
+    """Compiling a wide Unicode class takes milliseconds: 2,000 distinct ones took 6 s a task, and a 1 MiB
+    .harborignore of them 3 minutes, before any budget was looked at."""
+    lines = "".join(f"[{chr(0x4E00 + i)}-\U0002A6D6]\n" for i in range(2_000))
+    files = {"tasks/m/task.toml": 'version = "1.0"\n[environment]\ndocker_image = "python:3.12"\n',
+             "tasks/m/instruction.md": "x\n", "tasks/m/tests/test.sh": "x\n", "tasks/m/tests/.harborignore": lines}
+    harbor_rules._class.cache_clear()
+    report = detect(build(tmp_path, files))
+    assert "harbor" in report.undecided
+    assert harbor_rules._class.cache_info().misses <= harbor_rules.IGNORE_WORK // harbor_rules.CLASS_STEPS
+
+
+def test_finding_the_tasks_above_deep_ignore_files_is_not_quadratic(tmp_path):
+    """Each .harborignore climbed to the top, one folder at a time: N files N deep, N squared climbs (5,000 levels
+    in a git revision: 15 s). Each folder's tasks are now remembered."""
+    from envtag.builtin import harbor
+
+    counts = []
+    for depth in (150, 600):
+        tree = LocalTree(build(tmp_path / str(depth), deep_ignores(depth)))
+        counts.append(calls(lambda tree=tree: harbor._task_inputs(tree, ["tasks/m"])))
+    assert counts[1] / counts[0] < 6  # 4 times the files; quadratic, 16
+
+
+def test_a_harborignore_past_the_read_cap_leaves_only_its_task_undecided(tmp_path):
+    """A .harborignore over 1 MiB raised FileTooLarge out of the whole Harbor detector: every task lost its
+    verdict. Harbor reads it; envtag cannot judge that task, and judges the others."""
+    files = deep_ignores(1)
+    files["tasks/m/tests/.harborignore"] = "*.tmp\n" * 200_000
+    files.update(harbor_tasks("tasks", ["a", "b"], docker_image="python:3.12"))
+    report = detect(build(tmp_path, files))
+    (problem,) = [p for p in report.problems if p.undecided]
+    assert problem.path == "tasks/m" and "byte cap" in problem.message
+    assert report.framework("harbor").tasks == 2
+
+
+def test_a_flat_taskset_of_links_under_its_rules_is_judged(tmp_path):
+    """100 tasks each with 60 links into solution/ under an 8-pattern tests/.harborignore (about 200,000 steps a
+    task) were all left undecided by a floor of 200,000 steps; nothing here is nested."""
+    rules = "__pycache__/\n*.pyc\n*.log\n.pytest_cache/\n*.tmp\noutputs/\n!keep.log\n*.swp\n"
+    files = {}
+    for k in range(100):
+        task = f"tasks/task_{k:04d}"
+        files.update(harbor_task(task, docker_image="python:3.12"))
+        files[f"{task}/tests/.harborignore"] = rules
+        for i in range(60):
+            files[f"{task}/solution/expected/case_{i:03d}.json"] = "{}"
+            link = f"../../solution/expected/case_{i:03d}.json"
+            files[f"{task}/tests/expected/case_{i:03d}.json"] = ("symlink", link)
+    report = detect(build(tmp_path, files))
+    assert not report.undecided and report.framework("harbor").tasks == 100

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from envtag.engine import detect
-from envtag.gittree import DUPLICATE, FILE_AND_FOLDER, UNSAFE_PART, GitTree
+from envtag.gittree import DUPLICATE, FILE_AND_FOLDER, MAX_PATH_BYTES, TOO_LONG, UNSAFE_PART, GitTree
 from envtag.tree import LocalTree
 
 GIT_ENV = {
@@ -222,3 +222,21 @@ def test_link_resolution_is_linear_in_the_link_texts(tmp_path):
             best = min(best, time.perf_counter() - started)
         times.append(best)
     assert times[1] / times[0] < 8, times
+
+
+def test_paths_longer_than_path_max_are_left_out_while_listing(tmp_path):
+    """A tree object nested N deep is N small objects, but its listing is N squared bytes: 10,000 levels listed
+    100 MB of paths and held them all (418 MB). Paths past PATH_MAX (no checkout holds them) are dropped as the
+    listing streams, each reported once by its start."""
+    repo = Repo(tmp_path / "r")
+    deep = repo.tree(blob_entry(repo, "leaf.txt"))
+    for _ in range(60):  # 60 levels of 100-byte names: past 4,096 bytes from the 41st
+        deep = repo.tree(("040000", "d" * 100, deep), blob_entry(repo, "f.txt"))
+    sha = repo.taskset(("040000", "deep", deep))
+    tree = GitTree(repo.path, sha)
+    assert tree.is_file("tasks/a/task.toml") and tree.is_file("deep/f.txt")
+    assert max(map(len, tree.files())) <= MAX_PATH_BYTES
+    assert not any(path.endswith("leaf.txt") for path in tree.files())
+    too_long = [path for path, why in tree.unsafe if why == TOO_LONG]
+    assert too_long and all(len(path) <= 203 for path in too_long)
+    assert detect(tree).undecided  # what was left out could have mattered: the verdict is incomplete

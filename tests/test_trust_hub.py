@@ -238,6 +238,14 @@ def test_a_damaged_foreign_or_locked_state_file_is_said_so(fresh, tmp_path):
     assert code == 2 and "locked by another program" in err
 
 
+def test_a_state_timeout_that_is_not_a_finite_number_of_seconds_is_refused(fresh, tmp_path):
+    # nan and inf waited forever on a locked file, "abc" escaped as a traceback
+    for value in ("nan", "inf", "-1", "abc", "1e9"):
+        code, _out, err = run_cli(fresh, tmp_path, "--author", "alice", "--state", str(tmp_path / "s.db"),
+                                  ENVTAG_STATE_TIMEOUT_SECONDS=value)
+        assert code == 2 and "ENVTAG_STATE_TIMEOUT_SECONDS" in err and value in err, err
+
+
 OPEN_AT = """
 import sys, time
 from envtag.verdicts import StateFile

@@ -38,6 +38,8 @@ PREFETCH_BUDGET = 128 * 1024 * 1024  # bytes of blobs a tree keeps, at most
 # no such tree, but `git mktree` and `git hash-object -t tree --literally` do, and a clone takes them as given.
 UNSAFE_PART = "an empty, '.' or '..' part, or a backslash"
 DUPLICATE = "listed twice in the git tree"
+MAX_PATH_BYTES = 4096  # PATH_MAX: a longer path no checkout holds (a tree nested 10,000 deep lists 100 MB of paths)
+TOO_LONG = f"longer than {MAX_PATH_BYTES} bytes, which no checkout can hold"
 FILE_AND_FOLDER = "both a file and a folder in the git tree"
 _JOIN = "/\0/"  # joins a chunk's paths so that each stands between slashes, for _suspect
 
@@ -151,7 +153,7 @@ class GitTree(Tree):
             else:
                 records = [record.partition("\t") for record in text.split("\0")[:-1]]
                 metas, paths = list(map(itemgetter(0), records)), list(map(itemgetter(2), records))
-            if _suspect(paths):  # rare: judge each path of this chunk
+            if _suspect(paths) or max(map(len, paths), default=0) > MAX_PATH_BYTES // 4:  # rare: judge each path
                 kept = [(path, meta) for path, meta in zip(paths, metas, strict=True) if not self._unsafe(path)]
                 paths, metas = list(map(itemgetter(0), kept)), list(map(itemgetter(1), kept))
             listed += len(paths)
@@ -174,7 +176,10 @@ class GitTree(Tree):
 
     def _unsafe(self, path: str) -> bool:
         """Whether ``path`` has a part a checkout or an export cannot take as given (it is then kept in
-        ``unsafe``): empty, ``.`` or ``..``, or a backslash."""
+        ``unsafe``): empty, ``.`` or ``..``, or a backslash; or is longer than PATH_MAX."""
+        if len(path) > MAX_PATH_BYTES // 4 and len(os.fsencode(path)) > MAX_PATH_BYTES:
+            self.unsafe.append((path[:200] + "...", TOO_LONG))  # (the whole name would be the 100 MB again)
+            return True
         if "\\" not in path and not {"", ".", ".."}.intersection(path.split("/")):
             return False
         self.unsafe.append((path, UNSAFE_PART))

@@ -6,6 +6,7 @@ budget's syntax, and what one repo may cost."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sqlite3
@@ -142,7 +143,7 @@ class StateFile:
         self.path = os.fspath(path)
         self.failed: str | None = None  # why recording stopped during the run
         self.unrecorded = 0  # verdicts reached but not recorded since then
-        timeout = float(os.environ.get("ENVTAG_STATE_TIMEOUT_SECONDS") or STATE_TIMEOUT)
+        timeout = _state_timeout()
         try:
             self.db = sqlite3.connect(self.path, timeout=timeout)
         except sqlite3.Error as exc:
@@ -248,6 +249,20 @@ class StateFile:
 
     def close(self) -> None:
         self.db.close()
+
+
+def _state_timeout() -> float:
+    """ENVTAG_STATE_TIMEOUT_SECONDS: a finite number of seconds, at most a day (nan or inf waited forever)."""
+    text = os.environ.get("ENVTAG_STATE_TIMEOUT_SECONDS") or ""
+    if not text.strip():
+        return STATE_TIMEOUT
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 <= seconds <= 86_400:  # (nan fails both)
+        raise StateError(f"ENVTAG_STATE_TIMEOUT_SECONDS={text!r}: not a number of seconds from 0 to 86400")
+    return seconds
 
 
 _RATE = re.compile(r"([0-9]{1,9})/([0-9]{0,6})([sm])")

@@ -10,6 +10,7 @@ from typing import Any
 
 from envtag.sdk import (
     Detection,
+    FileTooLarge,
     Framework,
     Layout,
     ParseFailure,
@@ -129,6 +130,8 @@ def check_task(tree: Tree, d: str, config: dict[str, Any], notes: list[Problem] 
         verdict.fields.append(f"Harbor fails on a .harborignore pattern ({exc})")
     except rules.OverBudget as exc:
         verdict.undecided = str(exc)
+    except FileTooLarge as exc:  # a .harborignore past the read cap: Harbor reads it, envtag cannot judge it
+        verdict.undecided = f"{exc}: a .harborignore envtag cannot judge"
     except (ValueError, OSError) as exc:  # Harbor's own checks raise these: is_valid_dir says False
         verdict.fields.append(f"{exc}")
     verdict.facts = _facts(tree, prefix, docker_image, multi_step, verifier, empty_environment, notes)
@@ -411,30 +414,38 @@ def _task_inputs(tree: Tree, task_dirs: list[str]) -> tuple[dict[str, dict[str, 
     """The links of each task (task-relative path -> task-relative target, None when the link ends outside the
     task: Harbor's validate_input_tree refuses it) and the tasks holding a .harborignore: the only tasks whose
     input checks can fail. A link or a .harborignore belongs to every task above it: a folder holding a
-    task.toml inside a task (a test fixture) is one of the task's folders to Harbor. One climb per link or
-    .harborignore file, none per task."""
-    dirs = set(task_dirs)
+    task.toml inside a task (a test fixture) is one of the task's folders to Harbor. Each folder above a link or
+    a .harborignore is climbed once (remembered), none per task."""
+    owners = _Owners(set(task_dirs))
     ignores: set[str] = set()
     for path in tree.named(".harborignore"):
-        ignores.update(_owners(path, dirs))
+        ignores.update(owners.of(parent(path)))
     links: dict[str, dict[str, str | None]] = {}
     for path, target in tree.links.items():  # a folder's links to files
-        for owner in _owners(path, dirs):
+        for owner in owners.of(parent(path)):
             prefix = "" if owner == "." else owner + "/"
             inside = target[len(prefix):] if target.startswith(prefix) else None
             links.setdefault(owner, {})[path[len(prefix):]] = inside
     return links, ignores
 
 
-def _owners(path: str, dirs: set[str]) -> list[str]:
-    """The task directories above ``path``, the nearest first."""
-    owners, folder = [], parent(path)
-    while True:
-        if folder in dirs:
-            owners.append(folder)
-        if folder == ".":
-            return owners
-        folder = parent(folder)
+class _Owners:
+    """The task directories at or above a folder, the nearest first, remembered per folder: a climb per file
+    from 5,000 levels deep, one per .harborignore at each level, was depth cubed."""
+
+    def __init__(self, dirs: set[str]):
+        self.dirs = dirs
+        self.memo: dict[str, tuple[str, ...]] = {}
+
+    def of(self, folder: str) -> tuple[str, ...]:
+        chain = []
+        while folder not in self.memo and folder != ".":
+            chain.append(folder)
+            folder = parent(folder)
+        owners = self.memo.get(folder, (".",) if "." in self.dirs else ())  # (folder is now known, or the top)
+        for name in reversed(chain):
+            owners = self.memo[name] = ((name,) + owners) if name in self.dirs else owners
+        return owners
 
 
 def _judge_tasks(tree: Tree, to_read: set[str], links: dict[str, dict[str, str | None]], ignores: set[str],

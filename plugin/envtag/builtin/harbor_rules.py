@@ -797,19 +797,25 @@ class IgnoreCrash(Exception):
     ``[z-a]``): not a refusal, Harbor raises ``re.error``."""
 
 
-# The .harborignore matching a task may do, in character steps (a path's characters times its rules' program
-# steps; about 90 ns each here at worst): the detection's pool shared evenly by its tasks that hold a .harborignore,
-# each given at least the floor. Harbor's rules judge each folder against the rules of every folder above it, so a
-# folder nested N deep with a .harborignore at each level costs N cubed (100 levels: 6 million steps, 0.6 s; 200:
-# 48 million, 4 s; 1,000: hours). A task holding two .harborignore files of one pattern takes about 150.
+# The work a task's .harborignore checks may do, in steps (about 90 ns each here at worst): the detection's pool
+# shared evenly by its tasks that hold a .harborignore, each given at least the floor. Harbor matches every path its
+# walk visits (each link, each .harborignore, each folder above them) against the rules of every folder above it,
+# so folders nested N deep with a .harborignore at each level cost N cubed (200 levels: 4 s; 1,000: hours), and
+# compiling a pattern's bracket class can take milliseconds. Steps charged (WorkBudget.spend): a path's characters
+# times its rules' program steps for each rule set matched (at least 1 each), a sixteenth of a step per character a
+# walk of a path's parts goes over, and CLASS_STEPS per bracket class, LINE_STEPS per line of a rules file compiled.
+# A task holding two one-pattern .harborignore files takes about 200 steps; 100 links into solution/ under an
+# 8-pattern .harborignore, about 350,000.
 IGNORE_WORK = 20_000_000
-IGNORE_WORK_PER_TASK = 200_000
+IGNORE_WORK_PER_TASK = 2_000_000
+CLASS_STEPS = 50_000
+LINE_STEPS = 200
 
 
 class WorkBudget:
-    """The .harborignore matching one task may do: its even share of the detection's pool (``tasks``: how many of
-    the detection's tasks hold one), at least IGNORE_WORK_PER_TASK. A share fixed before judging (not a pool spent
-    in turn) keeps each verdict the same whether the detection runs in one process or is split (parallel.py)."""
+    """The work one task's .harborignore checks may do: its even share of the detection's pool (``tasks``: how
+    many of the detection's tasks hold one), at least IGNORE_WORK_PER_TASK. A share fixed before judging (not a pool
+    spent in turn) keeps each verdict the same whether the detection runs in one process or is split (parallel.py)."""
 
     def __init__(self, tasks: int = 1):
         self.limit = self.left = max(IGNORE_WORK_PER_TASK, IGNORE_WORK // max(1, tasks))
@@ -817,13 +823,18 @@ class WorkBudget:
     def spend(self, work: int) -> None:
         self.left -= work
         if self.left < 0:
-            raise OverBudget(f"its .harborignore rules need more matching than envtag gives a task here "
-                             f"({self.limit:,} character steps; rules in folders nested deep cost depth cubed); "
-                             "not judged")
+            raise OverBudget(f"its .harborignore rules need more work than envtag gives a task here "
+                             f"({self.limit:,} steps: Harbor matches each path its walk visits against the rules "
+                             "of every folder above it); not judged")
+
+    def walk(self, path: str) -> None:
+        """A walk of ``path``'s parts, each a copy or a split of the path so far (in C: a sixteenth of a step a
+        character)."""
+        self.spend(((len(path) + 1) * (path.count("/") + 1)) >> 4)
 
 
 class OverBudget(Exception):
-    """The detection's .harborignore matching budget is spent (WorkBudget): the task is undecided."""
+    """A task's .harborignore work budget is spent (WorkBudget): the task is undecided."""
 
 
 def in_scope(rel: str) -> bool:
@@ -1003,9 +1014,15 @@ def _compiled(op: tuple) -> tuple:
     with warnings.catch_warnings():  # "possible nested set": a FutureWarning, not an error
         warnings.simplefilter("ignore")
         try:
-            return ("char", ("class", re.compile(op[1][1])))
+            return ("char", ("class", _class(op[1][1])))
         except re.error as exc:
             raise IgnoreCrash(f"re.error: {exc}") from None
+
+
+@functools.lru_cache(maxsize=1024)
+def _class(expr: str) -> re.Pattern:
+    """A bracket expression compiled (a wide Unicode range takes milliseconds; the tasks of a repo share theirs)."""
+    return re.compile(expr)
 
 
 def _test(kind: tuple, char: str) -> bool:
@@ -1086,10 +1103,17 @@ def check(patterns: list[tuple[bool, list]], path: str) -> bool | None:
     return out
 
 
-def compile_ignore_file(text: str) -> list[tuple[bool, list]]:
-    """GitIgnoreSpec.from_lines(text.splitlines()): the patterns that do something."""
-    compiled = (compile_pattern(line) for line in text.splitlines())
-    return [p for p in compiled if p is not None]
+def compile_ignore_file(text: str, budget: WorkBudget | None = None) -> list[tuple[bool, list]]:
+    """GitIgnoreSpec.from_lines(text.splitlines()): the patterns that do something (their compiling charged to
+    ``budget``, line by line, before the work)."""
+    patterns = []
+    for line in text.splitlines():
+        if budget is not None:
+            budget.spend(LINE_STEPS + len(line) + CLASS_STEPS * line.count("["))
+        pattern = compile_pattern(line)
+        if pattern is not None:
+            patterns.append(pattern)
+    return patterns
 
 
 class TaskInputs:
@@ -1125,7 +1149,7 @@ class TaskInputs:
             raise ValueError(f"Ignore rules must be a regular file: {rel}")
         rules = []
         if self.tree.is_file(path):
-            rules = compile_ignore_file(self.tree.read(path).decode("utf-8"))  # not UTF-8: a ValueError too
+            rules = compile_ignore_file(self.tree.read(path).decode("utf-8"), self.budget)  # not UTF-8: ValueError
         self._rules[folder] = rules
         return rules
 
@@ -1139,6 +1163,7 @@ class TaskInputs:
     def _match(self, rel: str) -> bool:
         if rel.rpartition("/")[2] == IGNORE_FILENAME:
             return True
+        self.budget.walk(rel)
         is_dir = self._is_dir(rel)
         if not in_scope(rel + ("/" if is_dir else "")):
             return False
@@ -1159,7 +1184,7 @@ class TaskInputs:
                 excluded = False
                 for folder, rules in specs:
                     text = (candidate[len(folder) + 1:] if folder else candidate) + suffix
-                    self.budget.spend((len(text) + 1) * self._weight(folder, rules))
+                    self.budget.spend((len(text) + 1) * max(1, self._weight(folder, rules)))
                     include = check(rules, text)
                     if include is not None:
                         excluded = include
@@ -1206,6 +1231,7 @@ class TaskInputs:
 
     def _visited(self, root: str, rel: str) -> bool:
         """Whether the walk from ``root`` reaches ``rel``: neither it nor a folder on the way is excluded."""
+        self.budget.walk(rel)
         candidate = root
         if self.is_excluded(candidate):
             return False
