@@ -432,10 +432,10 @@ def test_bracket_classes_are_charged_before_they_are_compiled(tmp_path):
     lines = "".join(f"[{chr(0x4E00 + i)}-\U0002A6D6]\n" for i in range(2_000))
     files = {"tasks/m/task.toml": 'version = "1.0"\n[environment]\ndocker_image = "python:3.12"\n',
              "tasks/m/instruction.md": "x\n", "tasks/m/tests/test.sh": "x\n", "tasks/m/tests/.harborignore": lines}
-    harbor_rules._class.cache_clear()
+    harbor_rules._short_class.cache_clear()
     report = detect(build(tmp_path, files))
     assert "harbor" in report.undecided
-    assert harbor_rules._class.cache_info().misses <= harbor_rules.IGNORE_WORK // harbor_rules.CLASS_STEPS
+    assert harbor_rules._short_class.cache_info().misses <= harbor_rules.IGNORE_WORK // harbor_rules.CLASS_STEPS
 
 
 def test_finding_the_tasks_above_deep_ignore_files_is_not_quadratic(tmp_path):

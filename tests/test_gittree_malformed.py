@@ -240,3 +240,16 @@ def test_paths_longer_than_path_max_are_left_out_while_listing(tmp_path):
     too_long = [path for path, why in tree.unsafe if why == TOO_LONG]
     assert too_long and all(len(path) <= 203 for path in too_long)
     assert detect(tree).undecided  # what was left out could have mattered: the verdict is incomplete
+
+
+def test_an_entry_name_of_megabytes_is_left_out_without_holding_it(tmp_path):
+    """A record of the listing was joined chunk to chunk while it streamed (a 128 MB name: 81 s, 413 MB); one
+    longer than a record can be is now waited out and reported by its start, and the records after it are read."""
+    repo = Repo(tmp_path / "r")
+    name = "z" * (3 << 20)
+    sha = repo.commit(repo.literal_tree(("100644", "README.md", repo.blob(CARD)),
+                                        ("040000", "tasks", repo.tree(("040000", "a", repo.task()))),
+                                        ("100644", name, repo.blob(b"x\n")), ("100644", "zz.txt", repo.blob(b"y\n"))))
+    tree = GitTree(repo.path, sha)
+    assert tree.is_file("tasks/a/task.toml") and tree.is_file("zz.txt") and tree.read("zz.txt") == b"y\n"
+    assert [(path, why) for path, why in tree.unsafe] == [("z" * 200 + "...", TOO_LONG)]

@@ -351,3 +351,26 @@ def test_the_memo_answers_as_validation_does():
     assert rules.validate({"task": {"name": "org/b"}, "environment": {"docker_image": "img:2"}}) == []
     assert rules.validate({"task": {"name": "no-slash"}, "environment": {"docker_image": "img:2"}})
     assert rules.validate({"task": {"name": "org/b"}, "environment": {"docker_image": 3}})
+
+
+def test_runs_of_double_stars_collapse_as_pathspec_collapses_them():
+    """pathspec deletes each "**" that follows another, one `del` at a time (quadratic on a long line); envtag
+    collapses the runs in one pass, to the same segments."""
+    import random
+
+    def pathspecs(segs: list[str]) -> list[str]:
+        segs = list(segs)
+        for i in range(len(segs) - 1, 0, -1):
+            if segs[i - 1] == "**" and segs[i] == "**":
+                del segs[i]
+        return segs
+
+    rng = random.Random(7)
+    for _ in range(2_000):
+        line = "/".join(rng.choice(["**", "a", "*", "b?", "**"]) for _ in range(rng.randint(1, 8)))
+        line = rng.choice(["", "/", "!"]) + line + rng.choice(["", "/"])
+        parsed = rules._pattern_segments(line)
+        if parsed is None:
+            continue
+        _, segs, _ = parsed
+        assert segs == pathspecs(segs) and "**/**" not in "/".join(segs), line

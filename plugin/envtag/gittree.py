@@ -40,6 +40,7 @@ UNSAFE_PART = "an empty, '.' or '..' part, or a backslash"
 DUPLICATE = "listed twice in the git tree"
 MAX_PATH_BYTES = 4096  # PATH_MAX: a longer path no checkout holds (a tree nested 10,000 deep lists 100 MB of paths)
 TOO_LONG = f"longer than {MAX_PATH_BYTES} bytes, which no checkout can hold"
+MAX_RECORD_BYTES = 4 * MAX_PATH_BYTES  # a listing record (mode, type, id, size, path) held while it streams
 FILE_AND_FOLDER = "both a file and a folder in the git tree"
 _JOIN = "/\0/"  # joins a chunk's paths so that each stands between slashes, for _suspect
 
@@ -139,14 +140,26 @@ class GitTree(Tree):
         errors = tempfile.TemporaryFile()  # read once git is done: a pipe could fill and stall it
         process = self._popen(["ls-tree", "-r", "-l", "-z", "--full-tree", f"{self.tree_id}:{self.prefix}"],
                               stderr=errors)
-        entries, links, submodules, folders, rest = self._entries, [], [], set(), b""
+        entries, links, submodules, folders = self._entries, [], [], set()
+        rest: list[bytes] = []  # the start of a record not yet ended, in pieces (joined once it ends: linear)
+        pending = 0  # its length
         listed = 0
         for chunk in iter(partial(process.stdout.read1, 1 << 20), b""):
-            rest += chunk
-            end = rest.rfind(b"\0") + 1
+            end = chunk.rfind(b"\0") + 1
             if not end:
+                if pending <= MAX_RECORD_BYTES:  # past it, the record is only waited out: its path is too long
+                    rest.append(chunk)
+                pending += len(chunk)
                 continue
-            text, rest = rest[:end].decode("utf-8", "surrogateescape"), rest[end:]
+            if pending > MAX_RECORD_BYTES:  # one path of megabytes: left out, reported by its start
+                start = b"".join(rest).partition(b"\t")[2][:200].decode("utf-8", "surrogateescape")
+                self.unsafe.append((start + "...", TOO_LONG))
+                rest, chunk, end = [], chunk[chunk.find(b"\0") + 1:], end - chunk.find(b"\0") - 1
+                if not end:
+                    rest, pending = [chunk], len(chunk)
+                    continue
+            text = b"".join([*rest, chunk[:end]]).decode("utf-8", "surrogateescape")
+            rest, pending = [chunk[end:]], len(chunk) - end
             if text.count("\t") == text.count("\0"):  # no tab in a path: one split gives meta, path, meta...
                 fields = text.replace("\t", "\0").split("\0")
                 metas, paths = fields[0:-1:2], fields[1::2]

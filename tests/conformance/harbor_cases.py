@@ -628,7 +628,8 @@ def file_cases() -> list[Case]:
     ignores = ["test.sh", "*.sh", "*", "*\n!test.sh", "!test.sh\n*", "/test.sh", "**/test.sh", "test.sh/",
                "*/test.sh", "#test.sh", "\\#test.sh", "!", "[z-a].sh", "te[st.sh", "test.sh\\", "test.s?",
                "[a-z]est.sh", "[!a]est.sh", "[^t]est.sh", "test.sh   ", "test.sh\\ ", "**", "*/", "**/", "sub/",
-               "\ufefftest.sh", "test.sh\n!*.sh", "TEST.SH", "t*t.sh", "test.sh/**", "**/*", "a\n\n# c\n  \n"]
+               "\ufefftest.sh", "test.sh\n!*.sh", "TEST.SH", "t*t.sh", "test.sh/**", "**/*", "a\n\n# c\n  \n",
+               "**/**/test.sh", "**/**/**", "/**/**/*.sh"]
     for pattern in ignores:
         add(f"tests/.harborignore {pattern!r}", {**plain, "tests/.harborignore": pattern})
     add("tests/.harborignore not UTF-8", {**plain, "tests/.harborignore": b"\xff\n"})

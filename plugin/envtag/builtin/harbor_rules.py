@@ -803,13 +803,16 @@ class IgnoreCrash(Exception):
 # so folders nested N deep with a .harborignore at each level cost N cubed (200 levels: 4 s; 1,000: hours), and
 # compiling a pattern's bracket class can take milliseconds. Steps charged (WorkBudget.spend): a path's characters
 # times its rules' program steps for each rule set matched (at least 1 each), a sixteenth of a step per character a
-# walk of a path's parts goes over, and CLASS_STEPS per bracket class, LINE_STEPS per line of a rules file compiled.
+# walk of a path's parts goes over, and CLASS_STEPS per bracket class, LINE_STEPS per line of a rules file and
+# LINE_CHAR_STEPS per character of it compiled.
 # A task holding two one-pattern .harborignore files takes about 200 steps; 100 links into solution/ under an
 # 8-pattern .harborignore, about 350,000.
 IGNORE_WORK = 20_000_000
 IGNORE_WORK_PER_TASK = 2_000_000
 CLASS_STEPS = 50_000
 LINE_STEPS = 200
+LINE_CHAR_STEPS = 64  # a pattern's character compiles to up to 3 program steps (about 300 bytes) and a class's
+# character takes about 0.5 µs to compile: 64 steps a character holds a task's compiled rules to about 100 MB
 
 
 class WorkBudget:
@@ -947,9 +950,9 @@ def _pattern_segments(line: str) -> tuple[bool, list[str], bool] | None:
         raise ValueError(f"Invalid git pattern: {original!r}")
     if not segs[-1]:
         segs[-1] = "**"
-    for i in range(len(segs) - 1, 0, -1):
-        if segs[i - 1] == "**" and segs[i] == "**":
-            del segs[i]
+    # runs of "**" collapsed to one, as pathspec's loop of `del` does (in one pass: a `del` per "**" of a long
+    # line moved the rest of it each time, quadratic)
+    segs = [seg for i, seg in enumerate(segs) if not (i and seg == "**" and segs[i - 1] == "**")]
     return include, segs, is_dir
 
 
@@ -1019,9 +1022,14 @@ def _compiled(op: tuple) -> tuple:
             raise IgnoreCrash(f"re.error: {exc}") from None
 
 
-@functools.lru_cache(maxsize=1024)
 def _class(expr: str) -> re.Pattern:
-    """A bracket expression compiled (a wide Unicode range takes milliseconds; the tasks of a repo share theirs)."""
+    """A bracket expression compiled (a wide Unicode range takes milliseconds; the tasks of a repo share theirs,
+    when short: a cache of long ones would hold what a hostile repo makes)."""
+    return _short_class(expr) if len(expr) <= 256 else re.compile(expr)
+
+
+@functools.lru_cache(maxsize=1024)
+def _short_class(expr: str) -> re.Pattern:
     return re.compile(expr)
 
 
@@ -1109,7 +1117,7 @@ def compile_ignore_file(text: str, budget: WorkBudget | None = None) -> list[tup
     patterns = []
     for line in text.splitlines():
         if budget is not None:
-            budget.spend(LINE_STEPS + len(line) + CLASS_STEPS * line.count("["))
+            budget.spend(LINE_STEPS + LINE_CHAR_STEPS * len(line) + CLASS_STEPS * line.count("["))
         pattern = compile_pattern(line)
         if pattern is not None:
             patterns.append(pattern)
