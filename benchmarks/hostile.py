@@ -140,6 +140,28 @@ def _rev_links(root: Path) -> list[str]:
     return ["detect", str(folder), "--rev", "HEAD"]
 
 
+def _git_objects(folder: Path, *args: str, data: bytes = b"") -> str:
+    env = {**USER_ENV, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "b",
+           "GIT_AUTHOR_EMAIL": "b@b.invalid", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b.invalid"}
+    return subprocess.run(["git", *args], cwd=folder, env=env, input=data, check=True,
+                          capture_output=True).stdout.decode().strip()
+
+
+def _rev_long_name(root: Path) -> list[str]:
+    """A commit whose root tree names a file with 64 MB (a tree object git writes with --literally; the listing
+    joined the record chunk to chunk: 20 s)."""
+    folder = taskset(root / "ts")
+    _commit(folder)
+    blob = _git_objects(folder, "hash-object", "-w", "--stdin", data=b"x\n")
+    listing = _git_objects(folder, "ls-tree", "HEAD")
+    entries = b"".join(f"{mode.lstrip('0')} {name}".encode() + b"\0" + bytes.fromhex(sha) for mode, _, sha, name in
+                       (line.replace("\t", " ", 1).split(" ", 3) for line in listing.splitlines()))
+    entries += b"100644 " + b"z" * (64 << 20) + b"\0" + bytes.fromhex(blob)
+    tree = _git_objects(folder, "hash-object", "-t", "tree", "-w", "--literally", "--stdin", data=entries)
+    commit = _git_objects(folder, "commit-tree", tree, "-m", "long name")
+    return ["detect", str(folder), "--rev", commit]
+
+
 def _commit(folder: Path) -> None:
     env = {**USER_ENV, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "b",
            "GIT_AUTHOR_EMAIL": "b@b.invalid", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b.invalid"}
@@ -267,6 +289,9 @@ CASES = [
         f"environments/p{i}/p{i}.py": "def load_environment(**kwargs):\n    pass\n"})),
     Case("Harbor: 10,000 roots in registry.json", _registry_roots),
     Case("detect --rev: 2,000 links of 4 KB text", _rev_links),
+    Case("detect --rev: a file named with 64 MB", _rev_long_name),
+    Case("a .harborignore line of 500 KB of `**/`", _with({
+        "tasks/a/tests/.harborignore": "**/" * 170_000 + "a/" * 1_000 + "b\n"})),
     Case("Hub listing whose next link cycles", _hub_repo(
         "cycle", lambda hub, repo: hub.listing_faults.__setitem__(repo, "cycle"), "detect"), (2,), hub=True),
     Case("Hub listing that never ends", _hub_repo(
