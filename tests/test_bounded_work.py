@@ -477,3 +477,33 @@ def test_a_flat_taskset_of_links_under_its_rules_is_judged(tmp_path):
             files[f"{task}/tests/expected/case_{i:03d}.json"] = ("symlink", link)
     report = detect(build(tmp_path, files))
     assert not report.undecided and report.framework("harbor").tasks == 100
+
+
+def nested_tasks_with_links(depth: int) -> dict:
+    """Tasks nested in each other (t/t/t/...), each holding a link: every link belongs to every task above it."""
+    files, folder = {}, "t"
+    for _ in range(depth):
+        files.update(harbor_task(folder, docker_image="python:3.12"))
+        files[f"{folder}/x.txt"] = "x\n"
+        files[f"{folder}/l"] = ("symlink", "x.txt")
+        folder += "/t"
+    return files
+
+
+def test_links_of_nested_tasks_are_not_held_under_every_task_above_them(tmp_path):
+    """Each link was stored, by its path relative to each task above it, for the whole detection: memory depth
+    cubed (1,400 nested tasks: 2 GB from a 256 KB repo). A task's links are now listed when it is judged."""
+    import tracemalloc
+
+    get_registry()
+    peaks = []
+    for depth in (200, 400):
+        tree = LocalTree(build(tmp_path / str(depth), nested_tasks_with_links(depth)))
+        tracemalloc.start()
+        try:
+            report = detect(tree)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+        assert "harbor" in report.tags
+    assert peaks[1] / peaks[0] < 3  # the listing's characters: 4 times; before, 6 (55 MB at 400)

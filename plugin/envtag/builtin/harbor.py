@@ -394,10 +394,10 @@ def detect(tree: Tree) -> Detection:
         to_read = set(unclear[:budget]) | set(clear[::step][: max(0, budget - len(unclear))])
     else:
         to_read = set(task_dirs)
-    links, ignores = _task_inputs(tree, task_dirs)
+    linked, ignores = _task_inputs(tree, task_dirs)
     if to_read:  # build Harbor's rules here, once, before split_map forks workers that would each build them
         _rules().validate({})
-    judge = functools.partial(_judge_tasks, tree, to_read, links, ignores)
+    judge = functools.partial(_judge_tasks, tree, to_read, linked, ignores)
     for verdict in split_map(judge, task_dirs, tree):
         if isinstance(verdict, Task):
             found.tasks.append(verdict)
@@ -410,23 +410,33 @@ def detect(tree: Tree) -> Detection:
     return found
 
 
-def _task_inputs(tree: Tree, task_dirs: list[str]) -> tuple[dict[str, dict[str, str | None]], set[str]]:
-    """The links of each task (task-relative path -> task-relative target, None when the link ends outside the
-    task: Harbor's validate_input_tree refuses it) and the tasks holding a .harborignore: the only tasks whose
-    input checks can fail. A link or a .harborignore belongs to every task above it: a folder holding a
-    task.toml inside a task (a test fixture) is one of the task's folders to Harbor. Each folder above a link or
-    a .harborignore is climbed once (remembered), none per task."""
+def _task_inputs(tree: Tree, task_dirs: list[str]) -> tuple[set[str], set[str]]:
+    """The tasks holding a link and the tasks holding a .harborignore: the only tasks whose input checks can fail.
+    A link or a .harborignore belongs to every task above it: a folder holding a task.toml inside a task (a test
+    fixture) is one of the task's folders to Harbor. Each folder above a link or a .harborignore is climbed once
+    (remembered), none per task; a task's links are listed when it is judged (``_links_of``)."""
     owners = _Owners(set(task_dirs))
     ignores: set[str] = set()
     for path in tree.named(".harborignore"):
         ignores.update(owners.of(parent(path)))
-    links: dict[str, dict[str, str | None]] = {}
-    for path, target in tree.links.items():  # a folder's links to files
-        for owner in owners.of(parent(path)):
-            prefix = "" if owner == "." else owner + "/"
-            inside = target[len(prefix):] if target.startswith(prefix) else None
-            links.setdefault(owner, {})[path[len(prefix):]] = inside
-    return links, ignores
+    linked: set[str] = set()
+    for path in tree.links:  # a folder's links to files
+        linked.update(owners.of(parent(path)))
+    return linked, ignores
+
+
+def _links_of(tree: Tree, d: str, budget: Any) -> dict[str, str | None]:
+    """A task's links (task-relative path -> task-relative target, None when the link ends outside the task:
+    Harbor's validate_input_tree refuses it), their characters charged to the task's budget: tasks nested in
+    each other's folders share their links, and holding each under every task above it was depth cubed."""
+    prefix = "" if d == "." else d + "/"
+    found: dict[str, str | None] = {}
+    for path in tree.under(d):
+        target = tree.links.get(path)
+        if target is not None:
+            budget.spend(len(path) + len(target))
+            found[path[len(prefix):]] = target[len(prefix):] if target.startswith(prefix) else None
+    return found
 
 
 class _Owners:
@@ -448,7 +458,7 @@ class _Owners:
         return owners
 
 
-def _judge_tasks(tree: Tree, to_read: set[str], links: dict[str, dict[str, str | None]], ignores: set[str],
+def _judge_tasks(tree: Tree, to_read: set[str], linked: set[str], ignores: set[str],
                  task_dirs: Sequence[str]) -> list[Task | Problem]:
     """A Task or the Problem that keeps it from being one, for each of these task directories, in order
     (run by parallel.split_map, possibly in a forked child for a part of a big repo)."""
@@ -456,6 +466,7 @@ def _judge_tasks(tree: Tree, to_read: set[str], links: dict[str, dict[str, str |
     files = tree.files()
     rules = _rules() if to_read else None
     view = rules.HarborReads(tree) if to_read else None
+    sharing = len(ignores | linked)  # the tasks whose input checks share the detection's budget
     verdicts: list[Task | Problem] = []
     for d in task_dirs:
         prefix = "" if d == "." else d + "/"
@@ -471,8 +482,15 @@ def _judge_tasks(tree: Tree, to_read: set[str], links: dict[str, dict[str, str |
                 verdicts.append(exc.problem)
                 continue
             notes: list[Problem] = []
-            budget = rules.WorkBudget(len(ignores)) if d in ignores else None
-            verdict = check_task(tree, d, config, notes, data=data, links=links.get(d), ignores=d in ignores,
+            budget = task_links = None
+            if d in ignores or d in linked:  # its input checks can fail: bounded by its share of the budget
+                budget = rules.WorkBudget(sharing)
+                try:
+                    task_links = _links_of(tree, d, budget) if d in linked else None
+                except rules.OverBudget as exc:
+                    verdicts.append(Problem(d, str(exc), layout=LAYOUT, framework="harbor", undecided=True))
+                    continue
+            verdict = check_task(tree, d, config, notes, data=data, links=task_links, ignores=d in ignores,
                                  budget=budget)
             verdicts.extend(notes)
             if verdict.undecided is not None:

@@ -797,8 +797,8 @@ class IgnoreCrash(Exception):
     ``[z-a]``): not a refusal, Harbor raises ``re.error``."""
 
 
-# The work a task's .harborignore checks may do, in steps (about 90 ns each here at worst): the detection's pool
-# shared evenly by its tasks that hold a .harborignore, each given at least the floor. Harbor matches every path its
+# The work a task's input checks may do, in steps (about 90 ns each here at worst): the detection's pool shared
+# evenly by its tasks that hold a .harborignore or a link, each given at least the floor. Harbor matches every path its
 # walk visits (each link, each .harborignore, each folder above them) against the rules of every folder above it,
 # so folders nested N deep with a .harborignore at each level cost N cubed (200 levels: 4 s; 1,000: hours), and
 # compiling a pattern's bracket class can take milliseconds. Steps charged (WorkBudget.spend): a path's characters
@@ -816,9 +816,10 @@ LINE_CHAR_STEPS = 64  # a pattern's character compiles to up to 3 program steps 
 
 
 class WorkBudget:
-    """The work one task's .harborignore checks may do: its even share of the detection's pool (``tasks``: how
-    many of the detection's tasks hold one), at least IGNORE_WORK_PER_TASK. A share fixed before judging (not a pool
-    spent in turn) keeps each verdict the same whether the detection runs in one process or is split (parallel.py)."""
+    """The work one task's input checks may do: its even share of the detection's pool (``tasks``: how many of
+    the detection's tasks hold a .harborignore or a link), at least IGNORE_WORK_PER_TASK. A share fixed before
+    judging (not a pool spent in turn) keeps each verdict the same whether the detection runs in one process or
+    is split (parallel.py)."""
 
     def __init__(self, tasks: int = 1):
         self.limit = self.left = max(IGNORE_WORK_PER_TASK, IGNORE_WORK // max(1, tasks))
