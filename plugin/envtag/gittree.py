@@ -152,8 +152,7 @@ class GitTree(Tree):
                 pending += len(chunk)
                 continue
             if pending > MAX_RECORD_BYTES:  # one path of megabytes: left out, reported by its start
-                start = b"".join(rest).partition(b"\t")[2][:200].decode("utf-8", "surrogateescape")
-                self.unsafe.append((start + "...", TOO_LONG))
+                self._too_long(b"".join(rest).partition(b"\t")[2][:200].decode("utf-8", "surrogateescape"))
                 rest, chunk, end = [], chunk[chunk.find(b"\0") + 1:], end - chunk.find(b"\0") - 1
                 if not end:
                     rest, pending = [chunk], len(chunk)
@@ -191,12 +190,16 @@ class GitTree(Tree):
         """Whether ``path`` has a part a checkout or an export cannot take as given (it is then kept in
         ``unsafe``): empty, ``.`` or ``..``, or a backslash; or is longer than PATH_MAX."""
         if len(path) > MAX_PATH_BYTES // 4 and len(os.fsencode(path)) > MAX_PATH_BYTES:
-            self.unsafe.append((path[:200] + "...", TOO_LONG))  # (the whole name would be the 100 MB again)
+            self._too_long(path)
             return True
         if "\\" not in path and not {"", ".", ".."}.intersection(path.split("/")):
             return False
         self.unsafe.append((path, UNSAFE_PART))
         return True
+
+    def _too_long(self, path: str) -> None:
+        """Report a path past PATH_MAX by its start (the whole name could be megabytes)."""
+        self.unsafe.append((path[:200] + "...", TOO_LONG))
 
     def _drop_duplicates(self, links: list[str], submodules: list[str]) -> None:
         """Leave out every path listed more than once (each is reported): run only when the listing's count

@@ -170,7 +170,7 @@ class StateFile:
                 self.db.commit()
                 return
             except sqlite3.OperationalError as exc:
-                if not ("locked" in str(exc) or "busy" in str(exc)) or time.monotonic() >= deadline:
+                if not _busy(exc) or time.monotonic() >= deadline:
                     raise
                 self.db.rollback()
                 time.sleep(0.02)
@@ -188,7 +188,7 @@ class StateFile:
 
     def _explain(self, exc: sqlite3.Error) -> str:
         text = str(exc)
-        if "locked" in text or "busy" in text:
+        if _busy(exc):
             return (f"{self.path}: the audit state file is locked by another program (another envtag audit "
                     "writing it for too long?); try again when it is done, or give another file name")
         if isinstance(exc, sqlite3.DatabaseError) and ("not a database" in text or "malformed" in text):
@@ -249,6 +249,11 @@ class StateFile:
 
     def close(self) -> None:
         self.db.close()
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    """SQLite's answer when another connection holds the file."""
+    return "locked" in str(exc) or "busy" in str(exc)
 
 
 def _state_timeout() -> float:

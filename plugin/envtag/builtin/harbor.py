@@ -482,16 +482,15 @@ def _judge_tasks(tree: Tree, to_read: set[str], linked: set[str], ignores: set[s
                 verdicts.append(exc.problem)
                 continue
             notes: list[Problem] = []
-            budget = task_links = None
-            if d in ignores or d in linked:  # its input checks can fail: bounded by its share of the budget
-                budget = rules.WorkBudget(sharing)
-                try:
-                    task_links = _links_of(tree, d, budget) if d in linked else None
-                except rules.OverBudget as exc:
-                    verdicts.append(Problem(d, str(exc), layout=LAYOUT, framework="harbor", undecided=True))
-                    continue
-            verdict = check_task(tree, d, config, notes, data=data, links=task_links, ignores=d in ignores,
-                                 budget=budget)
+            budget = rules.WorkBudget(sharing) if d in ignores or d in linked else None  # its checks can fail
+            try:
+                task_links = _links_of(tree, d, budget) if d in linked else None
+            except rules.OverBudget as exc:
+                verdict = Verdict()
+                verdict.undecided = str(exc)
+            else:
+                verdict = check_task(tree, d, config, notes, data=data, links=task_links, ignores=d in ignores,
+                                     budget=budget)
             verdicts.extend(notes)
             if verdict.undecided is not None:
                 verdicts.append(Problem(d, verdict.undecided, layout=LAYOUT, framework="harbor", undecided=True))

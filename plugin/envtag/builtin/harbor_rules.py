@@ -827,9 +827,9 @@ class WorkBudget:
     def spend(self, work: int) -> None:
         self.left -= work
         if self.left < 0:
-            raise OverBudget(f"its .harborignore rules need more work than envtag gives a task here "
-                             f"({self.limit:,} steps: Harbor matches each path its walk visits against the rules "
-                             "of every folder above it); not judged")
+            raise OverBudget(f"its input checks (.harborignore rules, links) need more work than envtag gives a "
+                             f"task here ({self.limit:,} steps: Harbor matches each path its walk visits against "
+                             "the rules of every folder above it); not judged")
 
     def walk(self, path: str) -> None:
         """A walk of ``path``'s parts, each a copy or a split of the path so far (in C: a sixteenth of a step a
