@@ -109,8 +109,8 @@ class Tree:
             self._ordered = list(self._files)
         return self._ordered
 
-    def named(self, name: str) -> list[str]:
-        """Every file whose base name is ``name``, sorted."""
+    def _names(self) -> dict[str, list[str]]:
+        """Base name -> the files of that name, sorted: built once, on the first look-up by name."""
         if self._by_name is None:
             files = self._file_list()
             index: dict[str, list[str]] = {}
@@ -119,12 +119,20 @@ class Tree:
             for paths in index.values():
                 paths.sort()
             self._by_name = index
-        return self._by_name.get(name, [])
+        return self._by_name
+
+    def named(self, name: str) -> list[str]:
+        """Every file whose base name is ``name``, sorted."""
+        return self._names().get(name, [])
 
     def with_suffix(self, suffix: str | tuple[str, ...]) -> list[str]:
-        """Every file whose name ends with ``suffix`` (or one of them), sorted."""
-        files = self._file_list()
-        return sorted(compress(files, map(str.endswith, files, repeat(suffix))))
+        """Every file whose name ends with ``suffix`` (or one of them), sorted. A suffix without a slash is
+        matched on the distinct base names (a repo of 500,000 files has a few hundred), not on every path."""
+        if any("/" in end for end in ((suffix,) if isinstance(suffix, str) else suffix)):
+            files = self._file_list()
+            return sorted(compress(files, map(str.endswith, files, repeat(suffix))))
+        index = self._names()
+        return sorted(path for name in index if name.endswith(suffix) for path in index[name])
 
     def holds_files(self, folder: str) -> bool:
         """Whether something besides empty folders lies below ``folder``: git and the Hub keep no empty

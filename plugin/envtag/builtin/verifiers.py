@@ -1622,9 +1622,13 @@ def _harbor_verdict(facts: dict) -> Refusal | str | None:
         return ("only builds environment/Dockerfile (Verifiers needs [environment].docker_image or a "
                 "docker-compose main service)")
     if not facts.get("registry"):
-        return Refusal("no root registry.json lists them (Verifiers loads Harbor tasks through harbor download)",
-                       near_miss=True)
+        return _NOT_IN_REGISTRY
     return None
+
+
+# one verdict shared by every task it refuses (a Refusal is frozen): 100,000 tasks need not build 100,000
+_NOT_IN_REGISTRY = Refusal("no root registry.json lists them (Verifiers loads Harbor tasks through harbor download)",
+                           near_miss=True)
 
 
 def reads_nemo_gym(tasks: list[Task]) -> list[str | None]:
