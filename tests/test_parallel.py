@@ -220,3 +220,74 @@ def test_a_task_past_the_harborignore_budget_is_the_same_in_parallel(tmp_path, m
     assert forks == [] and "harbor" in serial[0]["undecided"]
     assert report_of(LocalTree(root), monkeypatch, "4") == serial
     assert forks
+
+
+def everything_a_walk_tells_apart(root: Path) -> Path:
+    """A folder holding every kind of entry the walk sorts: tasks, environments, credentials, caches, links in and
+    out, a FIFO, a name with a line break, folders holding only folders, and an unreadable folder."""
+    files = harbor_tasks("tasks", [f"t{i:02d}" for i in range(12)], name=None)
+    files.update({
+        "tasks/t03/venv/pyvenv.cfg": "home = /usr\n", "tasks/t03/venv/lib/x.py": "",
+        "envs/conda/conda-meta/history": "", "envs/conda/bin/python": "",
+        "tasks/t04/.env": "TOKEN=x\n", "tasks/t05/huggingface/token": "hf_x\n", "tasks/t05/id_rsa.pub": "key\n",
+        "tasks/t06/__pycache__/m.pyc": b"\0", "tasks/t06/node_modules/p/index.js": "", "tasks/t06/.cache/x": "",
+        "tasks/t07/a/b/c/deep.txt": "deep\n", "tasks/t08/only/folders/here/x.txt": "x\n",
+        "tasks/t09/notes.txt": ("symlink", "../t00/instruction.md"), "tasks/t09/out": ("symlink", "/etc/hostname"),
+        "tasks/t09/dir-link": ("symlink", "../t01"), "tasks/t09/dangling": ("symlink", "missing"),
+        "tasks/t09/secret-link": ("symlink", "../t04/.env"), "skipped/s.txt": "s\n",
+        "tasks/t10/bad\nname.txt": "x\n",
+    })
+    build(root, files)
+    os.mkfifo(root / "tasks" / "t11" / "pipe")
+    (root / "tasks" / "t02" / "sealed").mkdir()
+    (root / "tasks" / "t02" / "sealed" / "x.txt").write_text("x\n")
+    (root / "tasks" / "t02" / "sealed").chmod(0)
+    (root / "empty" / "nested").mkdir(parents=True)
+    return root
+
+
+def listing(tree: LocalTree) -> dict:
+    return {"files": tree.files(), "folders": tree.folders(), "left_out": tree.left_out,
+            "unreadable": tree.unreadable, "links": tree.links, "notes": tree.notes,
+            "by_name": {name: tree.named(name) for name in {p.rpartition("/")[2] for p in tree.files()}},
+            "holding": {f: tree.holds_files(f) for f in tree.folders()}}
+
+
+def test_a_local_walk_split_among_processes_lists_what_one_walk_lists(tmp_path, monkeypatch, forks):
+    from envtag import tree as tree_module
+
+    root = everything_a_walk_tells_apart(tmp_path / "repo")
+    try:
+        monkeypatch.setenv("ENVTAG_JOBS", "1")
+        serial = listing(LocalTree(root, skip=["skipped"]))
+        assert forks == []
+        assert "tasks/t09/notes.txt" in serial["links"] and serial["unreadable"]
+        assert {"tasks/t03/venv/", "envs/conda/"} <= {p for p, _ in serial["left_out"]}
+        for first, jobs in ((1, "2"), (2, "4"), (7, "3"), (40, "2")):  # split at the top, in the middle, late
+            monkeypatch.setattr(tree_module, "SERIAL_FOLDERS", first)
+            monkeypatch.setenv("ENVTAG_JOBS", jobs)
+            before = len(forks)
+            assert listing(LocalTree(root, skip=["skipped"])) == serial, (first, jobs)
+            assert len(forks) > before, (first, jobs)  # the rest of the walk was forked
+    finally:
+        (root / "tasks" / "t02" / "sealed").chmod(0o755)
+
+
+def test_a_walker_that_dies_has_its_part_walked_here(tmp_path, monkeypatch, forks):
+    from envtag import tree as tree_module
+
+    root = build(tmp_path / "repo", mixed_taskset())
+    monkeypatch.setenv("ENVTAG_JOBS", "1")
+    serial = listing(LocalTree(root))
+    parent, real_walk = os.getpid(), LocalTree._walk_folders
+
+    def walk(self, stack, found, limit=None):
+        if os.getpid() != parent:
+            os._exit(3)
+        return real_walk(self, stack, found, limit)
+
+    monkeypatch.setattr(LocalTree, "_walk_folders", walk)
+    monkeypatch.setattr(tree_module, "SERIAL_FOLDERS", 3)
+    monkeypatch.setenv("ENVTAG_JOBS", "2")
+    assert listing(LocalTree(root)) == serial
+    assert len(forks) == 1

@@ -17,12 +17,9 @@ import os
 import pickle
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from .process import owned
-
-if TYPE_CHECKING:
-    from .tree import Tree
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -31,8 +28,20 @@ MIN_PER_PROCESS = 1000  # below this, forking and pickling cost more than they s
 MAX_JOBS = 4
 
 
-def jobs(count: int, tree: Tree) -> int:
-    """How many processes to judge ``count`` tasks of ``tree`` with (1: here, serially)."""
+class Tree(Protocol):
+    """What splitting needs of a tree (tree.Tree has it all; the local walk splits itself, so this module stays
+    below tree.py): whether a child may read it, how to let go of the parent's readers, and its read counts."""
+
+    fork_safe: bool
+    reads: int
+    bytes_read: int
+
+    def after_fork(self) -> None: ...
+
+
+def jobs(count: int, tree: Tree, *, per_process: int | None = None) -> int:
+    """How many processes to judge ``count`` tasks of ``tree`` with (1: here, serially), each given at least
+    ``per_process`` of them (MIN_PER_PROCESS by default)."""
     wanted = os.environ.get("ENVTAG_JOBS", "").strip()
     if wanted.isdigit() and int(wanted) >= 1:
         limit = int(wanted)
@@ -44,7 +53,7 @@ def jobs(count: int, tree: Tree) -> int:
         return 1
     if other_threads():
         return 1  # forking a process that runs other threads can deadlock the child
-    return max(1, min(limit, count // MIN_PER_PROCESS))
+    return max(1, min(limit, count // (per_process or MIN_PER_PROCESS)))
 
 
 def other_threads() -> bool:
@@ -53,10 +62,12 @@ def other_threads() -> bool:
     return threading is not None and threading.active_count() > 1
 
 
-def split_map(fn: Callable[[Sequence[Item]], list[Result]], items: Sequence[Item], tree: Tree) -> list[Result]:
-    """``fn(items)``, computed in parts by forked processes when that is worth it (see the module doc).
-    ``fn`` must read the tree only through its methods and must not print."""
-    count = jobs(len(items), tree)
+def split_map(fn: Callable[[Sequence[Item]], list[Result]], items: Sequence[Item], tree: Tree, *,
+              per_process: int | None = None) -> list[Result]:
+    """``fn(items)``, computed in parts by forked processes when that is worth it (see the module doc): at
+    least ``per_process`` items a process (items that are each much work, such as the folders left of a big
+    walk, may say 1). ``fn`` must read the tree only through its methods and must not print."""
+    count = jobs(len(items), tree, per_process=per_process)
     if count <= 1:
         return fn(items)
     size = -(-len(items) // count)
