@@ -280,3 +280,22 @@ def test_a_plugin_passed_by_name_or_registering_nothing_is_refused():
         detect_with({"a.txt": "x"}, "envtag_gem")
     with pytest.raises(PluginError, match="registered nothing"):
         detect_with({"a.txt": "x"}, object())
+
+
+def test_tree_lookups_by_name_and_suffix_agree_with_the_paths(tmp_path):
+    """``named`` and ``with_suffix`` answer from the by-name index: a folder whose name has the suffix is not a file
+    with it, a suffix with a slash still matches on the whole path, and every kind of tree answers alike."""
+    from envtag.gittree import GitTree
+    from envtag.tree import LocalTree, MemoryTree
+    from test_gittree import commit, init
+
+    files = {"a.jsonl": "{}\n", "data/b.jsonl": "{}\n", "data.jsonl/c.txt": "x\n", "deep/x/rows.jsonl": "{}\n",
+             "deep/x/notes.yaml": "a: 1\n", "deep/config.yml": "a: 1\n", "jsonl": "x\n"}
+    repo = init(tmp_path / "repo", files)
+    commit(repo)
+    for tree in (LocalTree(repo), GitTree(repo, "HEAD"), MemoryTree({k: v.encode() for k, v in files.items()})):
+        paths = sorted(tree.files())
+        for suffix in (".jsonl", "jsonl", (".yaml", ".yml"), "x/rows.jsonl", "/c.txt", ""):
+            assert tree.with_suffix(suffix) == [p for p in paths if p.endswith(suffix)], (type(tree), suffix)
+        assert tree.named("b.jsonl") == ["data/b.jsonl"] and tree.named("c.txt") == ["data.jsonl/c.txt"]
+        assert tree.with_suffix(".jsonl") == ["a.jsonl", "data/b.jsonl", "deep/x/rows.jsonl"]
