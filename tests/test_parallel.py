@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -178,6 +179,25 @@ def test_fixture_parts_cover_every_item(tmp_path: Path, monkeypatch, forks):
         assert parallel.split_map(lambda part: [i + 1 for i in part], items, tree) == [i + 1 for i in items]
 
 
+def test_who_finishes_a_chunk_first_takes_the_next(tmp_path, monkeypatch, forks):
+    """The work is handed out in chunks as processes finish them: slow children leave most of it to this process,
+    and the results still come back in the order of the list."""
+    parent = os.getpid()
+    tree = LocalTree(build(tmp_path / "repo", {"a.txt": "x"}))
+    here: list[int] = []
+
+    def judge(items):
+        if os.getpid() != parent:
+            time.sleep(0.3)  # a child slowed down (its own git reader starting, a busy core...)
+        else:
+            here.extend(items)
+        return [item * 3 for item in items]
+
+    items = list(range(400))
+    assert parallel.split_map(judge, items, tree) == [item * 3 for item in items]
+    assert len(forks) == 3
+    assert len(here) > 300  # equal parts would have left this process a quarter, and made it wait for the rest
+
 def test_children_are_reaped_when_this_process_fails(tmp_path, monkeypatch, forks):
     parent = os.getpid()
     tree = LocalTree(build(tmp_path / "repo", {"a.txt": "x"}))
@@ -185,6 +205,7 @@ def test_children_are_reaped_when_this_process_fails(tmp_path, monkeypatch, fork
     def judge(items):
         if os.getpid() == parent:
             raise KeyError("the main process fails")
+        time.sleep(0.2)  # the children are still at work when this process fails: they are stopped
         return list(items)
 
     with pytest.raises(KeyError):

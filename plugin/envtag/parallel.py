@@ -2,10 +2,11 @@
 
 A detector hands ``split_map`` its per-task function and the list of tasks. On Linux, with more than one
 core, no other thread running, a tree that allows it (local folders and git revisions; not the Hub
-source, which runs HTTP threads) and enough tasks, the list is cut into contiguous parts: forked children
-compute all parts but the first and send their results back pickled through a pipe, while this process
-computes the first. Results come back in the order of the list. A child that fails or dies is not
-trusted: its part is computed again here, so a result never depends on whether it ran in parallel.
+source, which runs HTTP threads) and enough tasks, the list is cut into contiguous chunks, several per
+process: this process and forked children take the next chunk as they finish one, and the children send
+their results back pickled through a pipe. Results come back in the order of the list. A child that fails or
+dies is not trusted: the chunks it took are computed again here, so a result never depends on whether it ran
+in parallel.
 Only the ``envtag`` command forks by default (it owns its process); a program that calls ``detect``
 as a library stays in one process unless it sets ``ENVTAG_JOBS`` (process.py). ``ENVTAG_JOBS=1`` turns forking off;
 ``ENVTAG_JOBS=N`` sets the number of processes.
@@ -70,12 +71,16 @@ def split_map(fn: Callable[[Sequence[Item]], list[Result]], items: Sequence[Item
     count = jobs(len(items), tree, per_process=per_process)
     if count <= 1:
         return fn(items)
-    size = -(-len(items) // count)
-    parts = [items[start:start + size] for start in range(0, len(items), size)]
-    done: dict[int, list[Result]] = {}
-    children: list[tuple[int, int, int]] = []  # (part index, pid, read end of its pipe)
+    size = -(-len(items) // min(len(items), count * CHUNKS_PER_PROCESS, 255))  # a chunk's number is a byte
+    chunks = [items[start:start + size] for start in range(0, len(items), size)]
     try:
-        for index in range(1, len(parts)):
+        tickets = _tickets(len(chunks))
+    except OSError:  # out of descriptors: the work is done here
+        return fn(items)
+    done: dict[int, list[Result]] = {}
+    children: list[tuple[int, int]] = []  # (pid, read end of its pipe)
+    try:
+        for _ in range(1, min(count, len(chunks))):
             try:
                 read_end, write_end = os.pipe()
                 try:
@@ -84,29 +89,50 @@ def split_map(fn: Callable[[Sequence[Item]], list[Result]], items: Sequence[Item
                     os.close(read_end)
                     os.close(write_end)
                     raise
-            except OSError:  # out of descriptors or processes: the part is computed here
-                continue
+            except OSError:  # out of descriptors or processes: fewer processes take the chunks
+                break
             if pid == 0:  # the child: never returns into the caller's code
-                _child(fn, parts[index], tree, read_end, write_end, [fd for _, _, fd in children])
+                _child(fn, chunks, tickets, tree, read_end, write_end, [fd for _, fd in children])
             os.close(write_end)
-            children.append((index, pid, read_end))
-        forked = {index for index, _, _ in children}
-        for index, part in enumerate(parts):
-            if index not in forked:
-                done[index] = fn(part)
+            children.append((pid, read_end))
+        done.update(_work(fn, chunks, tickets))
         while children:
-            index, pid, read_end = children.pop(0)
-            results = _collect(pid, read_end, tree)
-            done[index] = fn(parts[index]) if results is None else results  # a failed child: its part here
+            pid, read_end = children.pop(0)
+            done.update(_collect(pid, read_end, tree) or {})
+        for index, chunk in enumerate(chunks):  # taken by a child that failed or died: computed here
+            if index not in done:
+                done[index] = fn(chunk)
     finally:
-        for _, pid, read_end in children:  # left when this process failed: stop and reap them
+        os.close(tickets)
+        for pid, read_end in children:  # left when this process failed: stop and reap them
             os.close(read_end)
             _reap(pid, kill=True)
-    return [result for index in range(len(parts)) for result in done[index]]
+    return [result for index in range(len(chunks)) for result in done[index]]
 
 
-def _collect(pid: int, read_end: int, tree: Tree) -> list[Any] | None:
-    """A child's results (its read counts added to the tree), or None when it failed or died."""
+CHUNKS_PER_PROCESS = 8  # work is handed out in this many chunks a process: who is done first takes the next
+
+
+def _tickets(count: int) -> int:
+    """A pipe holding one byte per chunk, its write end closed: each process reads the next chunk's number off it
+    (a read from a pipe is atomic) until it is empty. A forked child starts slower than this process (its own
+    git reader, copy-on-write faults), so equal parts made this process wait for the child."""
+    read_end, write_end = os.pipe()
+    os.write(write_end, bytes(range(count)))  # at most 255 bytes: far below the pipe's buffer
+    os.close(write_end)
+    return read_end
+
+
+def _work(fn: Callable[[Sequence[Any]], list[Any]], chunks: list[Sequence[Any]], tickets: int) -> dict[int, list[Any]]:
+    """The results of the chunks this process takes, by chunk number."""
+    done = {}
+    while ticket := os.read(tickets, 1):
+        done[ticket[0]] = fn(chunks[ticket[0]])
+    return done
+
+
+def _collect(pid: int, read_end: int, tree: Tree) -> dict[int, list[Any]] | None:
+    """A child's results by chunk number (its read counts added to the tree), or None when it failed or died."""
     try:
         with os.fdopen(read_end, "rb") as pipe:
             data = pipe.read()
@@ -134,8 +160,8 @@ def _reap(pid: int, kill: bool = False) -> int | None:
     return os.waitstatus_to_exitcode(status)
 
 
-def _child(fn: Callable[[Sequence[Any]], list[Any]], part: Sequence[Any], tree: Tree, read_end: int,
-           write_end: int, siblings: list[int]) -> None:
+def _child(fn: Callable[[Sequence[Any]], list[Any]], chunks: list[Sequence[Any]], tickets: int, tree: Tree,
+           read_end: int, write_end: int, siblings: list[int]) -> None:
     status = 1
     try:
         os.close(read_end)
@@ -143,7 +169,7 @@ def _child(fn: Callable[[Sequence[Any]], list[Any]], part: Sequence[Any], tree: 
             os.close(fd)
         tree.after_fork()
         reads, bytes_read = tree.reads, tree.bytes_read
-        payload = pickle.dumps((fn(part), tree.reads - reads, tree.bytes_read - bytes_read),
+        payload = pickle.dumps((_work(fn, chunks, tickets), tree.reads - reads, tree.bytes_read - bytes_read),
                                protocol=pickle.HIGHEST_PROTOCOL)
         with os.fdopen(write_end, "wb") as pipe:
             pipe.write(payload)
@@ -154,11 +180,11 @@ def _child(fn: Callable[[Sequence[Any]], list[Any]], part: Sequence[Any], tree: 
         os._exit(status)  # no cleanup of the parent's objects, no flush of its buffers
 
 
-def _unpickle(data: bytes) -> tuple[list[Any], int, int] | None:
+def _unpickle(data: bytes) -> tuple[dict[int, list[Any]], int, int] | None:
     if not data:
         return None
     try:
         outcome = pickle.loads(data)  # noqa: S301 - written by our own forked child
     except Exception:  # noqa: BLE001 - a truncated payload: the child died while writing
         return None
-    return outcome if isinstance(outcome, tuple) and len(outcome) == 3 else None
+    return outcome if isinstance(outcome, tuple) and len(outcome) == 3 and isinstance(outcome[0], dict) else None
