@@ -231,7 +231,7 @@ class GitTree(Tree):
             listed = [path for path in listed if not self.skipped(path.rstrip("/"))]
         # the folder's own name counts for the secrets told by their folder (config.json of a .docker folder)
         kept, left_out = filter_listing(listed, root_name=os.path.basename(os.path.realpath(self.folder)))
-        files = kept.difference(links, submodules)
+        files = kept.difference(links, submodules) if links or submodules else kept
         folders.discard("")
         listed_folders = folders  # links pass through any of them, skipped or left out, as on disk
         if self.skip:
@@ -242,8 +242,10 @@ class GitTree(Tree):
                 self.links[link] = target
             else:
                 left_out.append((link, LINK))
-        self._files = files | self.links.keys()
-        self._ordered = [path for path in self._entries if path in self._files]  # git's order (Tree._file_list)
+        self._files = files | self.links.keys() if self.links else files
+        # git's order (Tree._file_list); the files are listed paths, so as many of them as paths are all of them
+        self._ordered = list(self._entries) if len(self._files) == len(self._entries) else \
+            [path for path in self._entries if path in self._files]
         self.left_out = sorted(left_out)
         self.unreadable = [path.rstrip("/") for path, why in self.left_out if why == BAD_NAME]
         self.unreadable += [f"{path!r} ({why}, not read)" for path, why in sorted(set(self.unsafe))]
