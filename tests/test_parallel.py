@@ -198,6 +198,56 @@ def test_who_finishes_a_chunk_first_takes_the_next(tmp_path, monkeypatch, forks)
     assert len(forks) == 3
     assert len(here) > 300  # equal parts would have left this process a quarter, and made it wait for the rest
 
+def test_the_error_raised_is_the_one_a_single_process_meets_first(tmp_path, monkeypatch, forks):
+    """A chunk that fails in a slow child is computed again here before a later chunk's error is raised: which
+    error a detector reports does not depend on how the work was split or who ran first."""
+    parent = os.getpid()
+    tree = LocalTree(build(tmp_path / "repo", {"a.txt": "x"}))
+
+    def judge(items):
+        if os.getpid() != parent:
+            time.sleep(0.2)  # the children are slow: this process runs ahead to a later failing chunk
+        for item in items:
+            if item in (14, 337):
+                raise ValueError(f"task {item} is broken")
+        return list(items)
+
+    with pytest.raises(ValueError, match="task 14 is broken"):
+        judge(list(range(400)))
+    for _ in range(3):
+        with pytest.raises(ValueError, match="task 14 is broken"):
+            parallel.split_map(judge, list(range(400)), tree)
+    assert len(forks) == 9
+
+
+def test_an_interrupt_while_waiting_for_a_child_stops_it(tmp_path, monkeypatch, forks):
+    import signal
+
+    parent = os.getpid()
+    tree = LocalTree(build(tmp_path / "repo", {"a.txt": "x"}))
+
+    def judge(items):
+        if os.getpid() != parent:
+            time.sleep(30)
+        return list(items)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            parallel.split_map(judge, list(range(400)), tree)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 5  # the children were stopped, not waited for
+    for pid in forks:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
 def test_children_are_reaped_when_this_process_fails(tmp_path, monkeypatch, forks):
     parent = os.getpid()
     tree = LocalTree(build(tmp_path / "repo", {"a.txt": "x"}))
@@ -284,6 +334,7 @@ def test_a_local_walk_split_among_processes_lists_what_one_walk_lists(tmp_path, 
         assert forks == []
         assert "tasks/t09/notes.txt" in serial["links"] and serial["unreadable"]
         assert {"tasks/t03/venv/", "envs/conda/"} <= {p for p, _ in serial["left_out"]}
+        monkeypatch.setattr(tree_module, "SPLIT_STACK", 2)
         for first, jobs in ((1, "2"), (2, "4"), (7, "3"), (40, "2")):  # split at the top, in the middle, late
             monkeypatch.setattr(tree_module, "SERIAL_FOLDERS", first)
             monkeypatch.setenv("ENVTAG_JOBS", jobs)
@@ -309,6 +360,7 @@ def test_a_walker_that_dies_has_its_part_walked_here(tmp_path, monkeypatch, fork
 
     monkeypatch.setattr(LocalTree, "_walk_folders", walk)
     monkeypatch.setattr(tree_module, "SERIAL_FOLDERS", 3)
+    monkeypatch.setattr(tree_module, "SPLIT_STACK", 2)
     monkeypatch.setenv("ENVTAG_JOBS", "2")
     assert listing(LocalTree(root)) == serial
     assert len(forks) == 1

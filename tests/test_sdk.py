@@ -299,3 +299,5 @@ def test_tree_lookups_by_name_and_suffix_agree_with_the_paths(tmp_path):
             assert tree.with_suffix(suffix) == [p for p in paths if p.endswith(suffix)], (type(tree), suffix)
         assert tree.named("b.jsonl") == ["data/b.jsonl"] and tree.named("c.txt") == ["data.jsonl/c.txt"]
         assert tree.with_suffix(".jsonl") == ["a.jsonl", "data/b.jsonl", "deep/x/rows.jsonl"]
+        tree.named("b.jsonl").clear()  # the caller's own list: the tree's index is not changed through it
+        assert tree.named("b.jsonl") == ["data/b.jsonl"] and "data/b.jsonl" in tree.with_suffix(".jsonl")

@@ -79,6 +79,7 @@ def split_map(fn: Callable[[Sequence[Item]], list[Result]], items: Sequence[Item
         return fn(items)
     done: dict[int, list[Result]] = {}
     children: list[tuple[int, int]] = []  # (pid, read end of its pipe)
+    parent = os.getpid()
     try:
         for _ in range(1, min(count, len(chunks))):
             try:
@@ -92,15 +93,17 @@ def split_map(fn: Callable[[Sequence[Item]], list[Result]], items: Sequence[Item
             except OSError:  # out of descriptors or processes: fewer processes take the chunks
                 break
             if pid == 0:  # the child: never returns into the caller's code
-                _child(fn, chunks, tickets, tree, read_end, write_end, [fd for _, fd in children])
+                _child(fn, chunks, tickets, tree, read_end, write_end, [fd for _, fd in children], parent)
             os.close(write_end)
             children.append((pid, read_end))
-        done.update(_work(fn, chunks, tickets))
+        failed = _work(fn, chunks, tickets, done)
         while children:
             pid, read_end = children.pop(0)
             done.update(_collect(pid, read_end, tree) or {})
-        for index, chunk in enumerate(chunks):  # taken by a child that failed or died: computed here
-            if index not in done:
+        for index, chunk in enumerate(chunks):  # taken by a child that failed or died: computed here, in order,
+            if index not in done:  # so the error raised is the one a single process meets first
+                if failed is not None and failed[0] == index:
+                    raise failed[1]
                 done[index] = fn(chunk)
     finally:
         os.close(tickets)
@@ -123,12 +126,18 @@ def _tickets(count: int) -> int:
     return read_end
 
 
-def _work(fn: Callable[[Sequence[Any]], list[Any]], chunks: list[Sequence[Any]], tickets: int) -> dict[int, list[Any]]:
-    """The results of the chunks this process takes, by chunk number."""
-    done = {}
+def _work(fn: Callable[[Sequence[Any]], list[Any]], chunks: list[Sequence[Any]], tickets: int,
+          done: dict[int, list[Any]], parent: int | None = None) -> tuple[int, Exception] | None:
+    """Take chunks and put their results in ``done`` by chunk number, until none is left or one fails: then the
+    failing chunk's number and its error. A child (``parent``: its parent's pid) stops when its parent is gone."""
     while ticket := os.read(tickets, 1):
-        done[ticket[0]] = fn(chunks[ticket[0]])
-    return done
+        if parent is not None and os.getppid() != parent:
+            os._exit(1)  # nobody is left to read the results
+        try:
+            done[ticket[0]] = fn(chunks[ticket[0]])
+        except Exception as exc:  # noqa: BLE001 - raised by the caller once earlier chunks are known to pass
+            return ticket[0], exc
+    return None
 
 
 def _collect(pid: int, read_end: int, tree: Tree) -> dict[int, list[Any]] | None:
@@ -136,8 +145,10 @@ def _collect(pid: int, read_end: int, tree: Tree) -> dict[int, list[Any]] | None
     try:
         with os.fdopen(read_end, "rb") as pipe:
             data = pipe.read()
-    finally:
-        status = _reap(pid)
+    except BaseException:  # interrupted while waiting: the child is stopped, not waited for
+        _reap(pid, kill=True)
+        raise
+    status = _reap(pid)
     outcome = _unpickle(data) if status == 0 else None
     if outcome is None:
         return None
@@ -161,7 +172,7 @@ def _reap(pid: int, kill: bool = False) -> int | None:
 
 
 def _child(fn: Callable[[Sequence[Any]], list[Any]], chunks: list[Sequence[Any]], tickets: int, tree: Tree,
-           read_end: int, write_end: int, siblings: list[int]) -> None:
+           read_end: int, write_end: int, siblings: list[int], parent: int) -> None:
     status = 1
     try:
         os.close(read_end)
@@ -169,7 +180,10 @@ def _child(fn: Callable[[Sequence[Any]], list[Any]], chunks: list[Sequence[Any]]
             os.close(fd)
         tree.after_fork()
         reads, bytes_read = tree.reads, tree.bytes_read
-        payload = pickle.dumps((_work(fn, chunks, tickets), tree.reads - reads, tree.bytes_read - bytes_read),
+        done: dict[int, list[Any]] = {}
+        if _work(fn, chunks, tickets, done, parent) is not None:
+            return  # a chunk failed: the parent computes it again, and meets the error itself
+        payload = pickle.dumps((done, tree.reads - reads, tree.bytes_read - bytes_read),
                                protocol=pickle.HIGHEST_PROTOCOL)
         with os.fdopen(write_end, "wb") as pipe:
             pipe.write(payload)

@@ -20,10 +20,11 @@ from . import fileset
 from .errors import FileTooLarge, OutsideFile, TreeError
 from .fileset import IGNORED, SECRET, Below, ForceInclude, filter_listing
 from .gitrun import GitIgnored
-from .parallel import jobs, split_map
+from .parallel import CHUNKS_PER_PROCESS, jobs, split_map
 
 MAX_READ = 1024 * 1024  # cap on any marker file read (task.toml, openenv.yaml, pyproject.toml, sources)
 SERIAL_FOLDERS = 5000  # a local walk's first folders, walked in this process: a smaller folder never forks
+SPLIT_STACK = 16  # ... and on, until this many folders wait to be walked: the rest is dealt out (parallel.py)
 
 
 def parent(path: str) -> str:
@@ -124,8 +125,8 @@ class Tree:
         return self._by_name
 
     def named(self, name: str) -> list[str]:
-        """Every file whose base name is ``name``, sorted."""
-        return self._names().get(name, [])
+        """Every file whose base name is ``name``, sorted (a list of the caller's own)."""
+        return list(self._names().get(name, ()))
 
     def with_suffix(self, suffix: str | tuple[str, ...]) -> list[str]:
         """Every file whose name ends with ``suffix`` (or one of them), sorted. A suffix without a slash is
@@ -396,7 +397,7 @@ class LocalTree(Tree):
             blocking = [p for p, why in self.left_out if why == fileset.SPECIAL and p.rpartition("/")[2] in
                         (".gitignore", ".git")]
             if blocking:  # git would wait on it forever
-                ignored.cancel(f"{blocking[0]} is not a regular file")
+                ignored.cancel(f"{min(blocking)} is not a regular file")  # the same one however the walk split
             budget = max(60.0, 5 * (time.monotonic() - started))  # git walks as much as we did
             ignored.wait(timeout=budget)
             if ignored.folder_ignored and any(p.rpartition("/")[2] == ".gitignore" for p in self._files):
@@ -422,11 +423,14 @@ class LocalTree(Tree):
         found = _Found()
         stack = [(self.root, "")]
         self._walk_folders(stack, found, SERIAL_FOLDERS)
-        if stack:
-            count = jobs(len(stack), self, per_process=1)
-            for part in split_map(self._walk_parts, [stack[start::count] for start in range(count)], self,
+        count = jobs(len(stack), self, per_process=1) if stack else 1
+        if count > 1:
+            parts = min(len(stack), count * CHUNKS_PER_PROCESS)  # who is done first takes the next (parallel.py)
+            for part in split_map(self._walk_parts, [stack[start::parts] for start in range(parts)], self,
                                   per_process=1):
                 found.join(part)
+        elif stack:
+            self._walk_folders(stack, found)
         found.dirs.add(".")
         self._files, self._dirs, self._content_dirs = found.files, found.dirs, found.content
         self.left_out, self.unreadable = found.left_out, sorted(found.unreadable)
@@ -444,8 +448,9 @@ class LocalTree(Tree):
         return parts
 
     def _walk_folders(self, stack: list[tuple[str, str]], found: _Found, limit: int | None = None) -> None:
-        """Walk the folders of ``stack`` (full path, repo-relative path) and every folder below them, until the
-        stack is empty or ``limit`` folders were walked, recording what the file set holds in ``found``."""
+        """Walk the folders of ``stack`` (full path, repo-relative path) and every folder below them, recording what
+        the file set holds in ``found``: to the end, or until ``limit`` folders were walked and the stack holds
+        folders enough to deal out (a stack of one big folder is walked on until it opens up)."""
         files, dirs, left_out, unreadable = found.files, found.dirs, found.left_out, found.unreadable
         by_name, links, content = found.by_name, found.links, found.content
         skip = self.skipped if self.skip else None
@@ -453,7 +458,7 @@ class LocalTree(Tree):
         folder_sensitive = {name for _, name in fileset.SECRET_IN_FOLDER}
         root_name = os.path.basename(self.root)  # `push ~/.docker`: config.json is a secret there too
         walked = 0
-        while stack and walked != limit:
+        while stack and (limit is None or walked < limit or len(stack) < SPLIT_STACK):
             walked += 1
             folder, rel = stack.pop()
             try:
