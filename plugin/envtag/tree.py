@@ -426,9 +426,10 @@ class LocalTree(Tree):
         count = jobs(len(stack), self, per_process=1) if stack else 1
         if count > 1:
             parts = min(len(stack), count * CHUNKS_PER_PROCESS)  # who is done first takes the next (parallel.py)
-            for part in split_map(self._walk_parts, [stack[start::parts] for start in range(parts)], self,
-                                  per_process=1):
-                found.join(part)
+            found_parts = split_map(self._walk_parts, [stack[start::parts] for start in range(parts)], self,
+                                    per_process=1)
+            while found_parts:  # each part let go of once joined: the peak holds one part's sets, not all
+                found.join(found_parts.pop())
         elif stack:
             self._walk_folders(stack, found)
         found.dirs.add(".")
