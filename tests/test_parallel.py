@@ -364,3 +364,42 @@ def test_a_walker_that_dies_has_its_part_walked_here(tmp_path, monkeypatch, fork
     monkeypatch.setenv("ENVTAG_JOBS", "2")
     assert listing(LocalTree(root)) == serial
     assert len(forks) == 1
+
+
+ORPHANS = r"""
+import os, sys, time
+from envtag import parallel, process
+from envtag.tree import MemoryTree
+process.own(True)
+log = sys.argv[1]
+tree = MemoryTree({})
+tree.fork_safe = True
+
+def judge(items):
+    with open(log, "a") as handle:
+        handle.write(f"{os.getpid()} {items[0]}\n")
+    time.sleep(0.3)
+    return list(items)
+
+parallel.split_map(judge, list(range(40)), tree, per_process=1)
+"""
+
+
+def test_workers_stop_by_themselves_when_the_command_is_gone(tmp_path):
+    """A command killed outright (SIGKILL: no cleanup runs) leaves no worker judging on for nobody."""
+    import signal
+    import subprocess
+
+    log = tmp_path / "chunks.log"
+    env = {**os.environ, "ENVTAG_JOBS": "4"}
+    command = subprocess.Popen([sys.executable, "-c", ORPHANS, str(log)], env=env)
+    time.sleep(1.0)
+    command.send_signal(signal.SIGKILL)
+    command.wait()
+    time.sleep(2.0)  # long enough for the 20 chunks of 0.3 s to be done by three workers that went on
+    started = log.read_text().splitlines()
+    workers = {int(line.split()[0]) for line in started} - {command.pid}
+    assert workers and len(started) < 20
+    for pid in workers:  # gone, or a zombie its new parent has not reaped yet
+        status = Path(f"/proc/{pid}/status")
+        assert not status.exists() or "\nState:\tZ" in status.read_text()
