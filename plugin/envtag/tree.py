@@ -12,7 +12,7 @@ import stat
 import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from operator import itemgetter
 from typing import Any, BinaryIO
 
@@ -418,8 +418,8 @@ class LocalTree(Tree):
         The first SERIAL_FOLDERS folders are walked here. What is left of a bigger folder is dealt out in
         strides (each part gets shallow and deep folders alike) to forked processes when parallel.py allows
         it (the command, on Linux, with several cores): the walk is mostly system calls, which two cores
-        make twice as fast. Each part's findings are sets or sorted, so the listing is the same however the
-        walk was split."""
+        make twice as fast. The parts' findings become sets, or are sorted, so the listing is the same however
+        the walk was split."""
         found = _Found()
         stack = [(self.root, "")]
         self._walk_folders(stack, found, SERIAL_FOLDERS)
@@ -428,12 +428,13 @@ class LocalTree(Tree):
             parts = min(len(stack), count * CHUNKS_PER_PROCESS)  # who is done first takes the next (parallel.py)
             found_parts = split_map(self._walk_parts, [stack[start::parts] for start in range(parts)], self,
                                     per_process=1)
-            while found_parts:  # each part let go of once joined: the peak holds one part's sets, not all
+            while found_parts:  # each part let go of once joined
                 found.join(found_parts.pop())
         elif stack:
             self._walk_folders(stack, found)
-        found.dirs.add(".")
-        self._files, self._dirs, self._content_dirs = found.files, found.dirs, found.content
+        self._files = set(chain.from_iterable(found.by_name.values()))
+        self._dirs = {".", *found.content, *found.bare}
+        self._content_dirs = set(found.content)
         self.left_out, self.unreadable = found.left_out, sorted(found.unreadable)
         for paths in found.by_name.values():
             paths.sort()
@@ -452,8 +453,7 @@ class LocalTree(Tree):
         """Walk the folders of ``stack`` (full path, repo-relative path) and every folder below them, recording what
         the file set holds in ``found``: to the end, or until ``limit`` folders were walked and the stack holds
         folders enough to deal out (a stack of one big folder is walked on until it opens up)."""
-        files, dirs, left_out, unreadable = found.files, found.dirs, found.left_out, found.unreadable
-        by_name, links, content = found.by_name, found.links, found.content
+        left_out, unreadable, by_name, links = found.left_out, found.unreadable, found.by_name, found.links
         skip = self.skipped if self.skip else None
         file_verdicts: dict[str, str | None] = {}  # base name -> why left out (names repeat: task.toml...)
         folder_sensitive = {name for _, name in fileset.SECRET_IN_FOLDER}
@@ -467,7 +467,7 @@ class LocalTree(Tree):
                     entries = list(scan)
             except OSError:
                 if rel:
-                    dirs.add(rel)
+                    found.bare.append(rel)
                 unreadable.append(rel or ".")
                 continue
             folder_name = rel.rpartition("/")[2] if rel else root_name  # the folder's own name counts too
@@ -511,10 +511,7 @@ class LocalTree(Tree):
             if environment and rel:
                 left_out.append((rel + "/", fileset.ENVIRONMENT))
                 continue
-            if rel:
-                dirs.add(rel)
             for path, name in here_files:
-                files.add(path)
                 by_name.setdefault(name, []).append(path)
             stack += here_dirs
             for path, full in here_links:
@@ -528,7 +525,9 @@ class LocalTree(Tree):
                     unreadable.append(path.rstrip("/"))
             left_out.extend(here_out)
             if len(entries) > len(here_dirs):  # something besides folders to walk: a file, a link...
-                content.add(rel or ".")
+                found.content.append(rel or ".")
+            elif rel:
+                found.bare.append(rel)
 
     def _drop_ignored(self, ignored: frozenset[str], force: Any, links: list[tuple[str, str]]) -> None:
         """Leave out what git ignores (files, and folders with a trailing slash, as ``git ls-files``
@@ -662,46 +661,40 @@ class LocalTree(Tree):
 
 
 class _Found:
-    """What one part of a local walk found (LocalTree._walk_folders fills it): a forked walker sends it back
-    pickled, and ``join`` adds another part's findings."""
+    """What one part of a local walk found (LocalTree._walk_folders fills it), in lists: each folder is walked
+    once, so parts never overlap, and the sets are built once, from the joined lists. A forked walker sends its
+    part back pickled; ``join`` adds another part's findings. The files are the by-name index's lists."""
 
     def __init__(self) -> None:
-        self.files: set[str] = set()
-        self.dirs: set[str] = set()
-        self.content: set[str] = set()  # folders holding more than folders (see LocalTree.holds_files)
         self.by_name: dict[str, list[str]] = {}
+        self.content: list[str] = []  # folders holding more than folders (see LocalTree.holds_files)
+        self.bare: list[str] = []  # the other folders walked
         self.left_out: list[tuple[str, str]] = []
         self.unreadable: list[str] = []
         self.links: list[tuple[str, str]] = []  # (path, full path), resolved once the whole set is known
 
     def __getstate__(self) -> dict[str, Any]:
         """A forked walker's answer can be 500,000 paths: pickled as a few long strings (the paths of a kind joined
-        with NULs, which no name holds), it costs a tenth of a pickled set. Every file is in the by-name index, and
-        every folder is a content folder or not, so each path is sent once."""
+        with NULs, which no name holds), it costs a tenth of pickled sets."""
         return {"by_name": {name: "\0".join(paths) for name, paths in self.by_name.items()},
-                "content": "\0".join(self.content), "bare": "\0".join(self.dirs - self.content),
+                "content": "\0".join(self.content), "bare": "\0".join(self.bare),
                 "left_out": self.left_out, "unreadable": self.unreadable, "links": self.links}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__()
-        for name, joined in state["by_name"].items():
-            self.by_name[name] = paths = joined.split("\0")
-            self.files.update(paths)
-        content = state["content"].split("\0") if state["content"] else []
-        self.content.update(content)
-        self.dirs.update(content)
-        self.dirs.update(state["bare"].split("\0") if state["bare"] else ())
+        self.by_name = {name: joined.split("\0") for name, joined in state["by_name"].items()}
+        self.content = state["content"].split("\0") if state["content"] else []
+        self.bare = state["bare"].split("\0") if state["bare"] else []
         self.left_out, self.unreadable, self.links = state["left_out"], state["unreadable"], state["links"]
 
     def join(self, other: _Found) -> None:
-        self.files |= other.files
-        self.dirs |= other.dirs
-        self.content |= other.content
         for name, paths in other.by_name.items():
             self.by_name.setdefault(name, []).extend(paths)
+        self.content += other.content
+        self.bare += other.bare
         self.left_out += other.left_out
         self.unreadable += other.unreadable
         self.links += other.links
+
 
 def _with_ancestors(folders: set[str]) -> set[str]:
     """The folders and every ancestor of each (``.`` included), in one pass: a climb stops at the first
