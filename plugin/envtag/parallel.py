@@ -1,4 +1,5 @@
-"""Per-task work spread over the machine's cores, for detectors that judge thousands of tasks.
+"""Per-task work spread over the machine's cores, for detectors that judge thousands of tasks (and for the rest
+of a big folder's walk, tree.py).
 
 A detector hands ``split_map`` its per-task function and the list of tasks. On Linux, with more than one
 core, no other thread running, a tree that allows it (local folders and git revisions; not the Hub

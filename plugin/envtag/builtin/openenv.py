@@ -504,12 +504,12 @@ class _OuterTask:
         self.memo: dict[str, str | None] = {prefix.rstrip("/"): None}
 
     def __call__(self, folder: str) -> str | None:
-        chain = []
+        climbed = []
         while folder not in self.memo:
-            chain.append(folder)
+            climbed.append(folder)
             folder = folder.rpartition("/")[0]
         outer = self.memo[folder]
-        for name in reversed(chain):
+        for name in reversed(climbed):
             if outer is None and name in self.holding:
                 outer = name
             self.memo[name] = outer
