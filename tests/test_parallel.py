@@ -403,3 +403,37 @@ def test_workers_stop_by_themselves_when_the_command_is_gone(tmp_path):
     for pid in workers:  # gone, or a zombie its new parent has not reaped yet
         status = Path(f"/proc/{pid}/status")
         assert not status.exists() or "\nState:\tZ" in status.read_text()
+
+
+def test_a_split_walk_names_the_same_blocking_gitignore(tmp_path, monkeypatch, forks):
+    """Two FIFOs named .gitignore in a work tree: git would block on either, and the note naming one is the same
+    whichever order the system lists a folder in and whichever process walked it first."""
+    from envtag import tree as tree_module
+
+    repo = init(tmp_path / "repo", {f"{letter}/sub/x.txt": "x\n" for letter in "abcdefgh"})
+    for letter in "cf":
+        os.mkfifo(repo / letter / "sub" / ".gitignore")
+    real_scandir = os.scandir
+
+    class Listed:  # os.scandir, its entries in a chosen order
+        def __init__(self, path, reverse):
+            self.entries = sorted(real_scandir(path), key=lambda entry: entry.name, reverse=reverse)
+
+        def __enter__(self):
+            return iter(self.entries)
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(tree_module, "SPLIT_STACK", 2)
+    for reverse in (False, True):
+        monkeypatch.setattr(tree_module.os, "scandir", lambda path, reverse=reverse: Listed(path, reverse))
+        monkeypatch.setenv("ENVTAG_JOBS", "1")
+        serial = listing(LocalTree(repo))
+        assert [note for note in serial["notes"] if ".gitignore" in note] == [
+            "git's ignore rules not applied: c/sub/.gitignore is not a regular file"], reverse
+        monkeypatch.setattr(tree_module, "SERIAL_FOLDERS", 1)
+        monkeypatch.setenv("ENVTAG_JOBS", "2")
+        assert listing(LocalTree(repo)) == serial
+        monkeypatch.setattr(tree_module, "SERIAL_FOLDERS", 5000)
+    assert forks
