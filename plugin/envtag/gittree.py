@@ -104,6 +104,7 @@ class GitTree(Tree):
         self._entries: dict[str, str] = {}  # every listed blob -> "<mode> blob <sha> <size>"
         self._cache: dict[str, bytes] = {}  # blob id -> bytes: marker-sized blobs read or prefetched
         self._cached_bytes = 0
+        self._located: dict[str, tuple[str, int]] = {}  # path -> (blob id, size) of the files looked up
         self._batch: _CatFile | None = None  # started on the first read
         self._parents_batch: _CatFile | None = None  # in a forked child: the parent's, kept, never used
         try:
@@ -293,10 +294,14 @@ class GitTree(Tree):
 
     # -- reading -----------------------------------------------------------------------------
     def _file(self, path: str) -> tuple[str, int]:
-        """The blob id and size of a file of the set (a link's: its target's)."""
-        if path not in self._files:
-            raise FileNotFoundError(f"{path}: not a file at {self.rev}")
-        return _blob_of(self._entries[self.links.get(path, path)])
+        """The blob id and size of a file of the set (a link's: its target's), parsed once per path (a prefetched
+        file is looked up again when it is read)."""
+        found = self._located.get(path)
+        if found is None:
+            if path not in self._files:
+                raise FileNotFoundError(f"{path}: not a file at {self.rev}")
+            found = self._located[path] = _blob_of(self._entries[self.links.get(path, path)])
+        return found
 
     def size(self, path: str) -> int:
         return self._file(path)[1]
@@ -327,7 +332,8 @@ class GitTree(Tree):
             return data
         batch, got = self._cat_file(), None
         try:
-            batch.ask([sha])  # unless already asked
+            if sha not in batch.pending:  # (a prefetched blob is)
+                batch.ask([sha])
             while got != sha:
                 got, data = batch.answer()
                 if data is not None and len(data) <= PREFETCH_FILE_MAX and \
