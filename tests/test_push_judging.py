@@ -185,3 +185,39 @@ def test_push_asks_for_the_repo_s_state_once(hub, tmp_path):
     trees = [r for r in hub.requests if r.path.startswith(f"{repo}/tree/") and "cursor" not in r.query]
     cards = [r for r in hub.requests if r.path.endswith("/README.md") and "/resolve/" in r.path]
     assert (len(info), len(trees), len(cards)) == (1, 1, 0), "\n".join(f"{r.method} {r.path}" for r in hub.requests)
+
+
+def test_a_file_where_the_repo_has_a_folder_is_refused_before_anything_is_sent(hub, tmp_path):
+    """The upload has a file ``data`` and the repo files under ``data/``: no repo can hold both, so push says so
+    (naming the path and the way out) before it sends anything, in a dry run too; with --delete the repo's
+    folder goes and the file takes its place."""
+    hub.create_repo("alice/ts", files={"README.md": card([RL]), "data/x.json": "{}\n"})
+    before = hub.files("alice/ts")
+    folder = build(tmp_path / "ts", {**harbor_tasks("tasks", ["a"]), "data": "a file now\n"})
+    for dry_run in (True, False):
+        with pytest.raises(envtag.UploadError, match=r"1 path\(s\) would be both a file and a folder.*: data;.*"
+                                                     r"--delete.*nothing was sent"):
+            envtag.push_to_hub(folder, "alice/ts", dry_run=dry_run)
+    assert hub.files("alice/ts") == before
+    result = envtag.push_to_hub(folder, "alice/ts", delete=True)
+    assert result.deleted == ["data/x.json"]
+    files = hub.files("alice/ts")
+    assert files["data"] == b"a file now\n" and "data/x.json" not in files
+
+
+def test_a_folder_where_the_repo_has_a_file_is_refused(hub, tmp_path):
+    hub.create_repo("alice/ts", files={"tasks": "was a file\n", "notes/a.txt": "kept\n"})
+    folder = build(tmp_path / "ts", harbor_tasks("tasks", ["a"]))
+    with pytest.raises(envtag.UploadError, match=r": tasks;"):
+        envtag.push_to_hub(folder, "alice/ts")
+    assert hub.files("alice/ts")["tasks"] == b"was a file\n"
+
+
+def test_a_folder_holding_nothing_sent_does_not_clash(hub, tmp_path):
+    """A local folder whose only file is left out (a credential file) is not on the Hub after the push: the repo's
+    file of that name stays, and the push goes through."""
+    hub.create_repo("alice/ts", files={"data": "a file\n"})
+    folder = build(tmp_path / "ts", {**harbor_tasks("tasks", ["a"]), "data/.env": "TOKEN=1\n"})
+    envtag.push_to_hub(folder, "alice/ts")
+    files = hub.files("alice/ts")
+    assert files["data"] == b"a file\n" and "tasks/a/task.toml" in files and "data/.env" not in files

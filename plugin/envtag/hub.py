@@ -18,6 +18,7 @@ from . import fileset
 from .card import CARD_CAP, CardError, CardPlan, check_card, decode_card, plan_card, read_tree_card
 from .config import Config, ConfigError
 from .engine import detect, file_paths, load_config, open_source
+from .errors import UploadError
 from .hubclient import Client, HubError
 from .hubtree import HubTree
 from .model import Report, bare_tag
@@ -250,6 +251,7 @@ def _push(upload: _UploadSet, repo_id: str, *, repo_type: str, revision: str | N
         if delete:  # every listed file, those the file set leaves out too (an .env published before, a .github/)
             removed = sorted(p for p in remote if p not in upload.staging.files and p not in KEEP_ON_DELETE)
         judged = OverlayTree(upload.tree, repo, removed)
+        _refuse_clashes(repo_id, judged.clashes())
     report = detect(judged, native_only=native_only)  # its config: the upload's pyproject.toml, else the repo's
     if isinstance(judged, OverlayTree) and judged.base.failures:
         failure = judged.base.failures[0]
@@ -270,6 +272,17 @@ def _push(upload: _UploadSet, repo_id: str, *, repo_type: str, revision: str | N
     result.commit_url = info.commit_url
     result.pr_url = info.pr_url
     return result
+
+
+def _refuse_clashes(repo_id: str, clashes: list[str]) -> None:
+    """A path that would be a file and a folder after the commit: git cannot hold both, so the Hub cannot either.
+    Said before anything is sent (and in a dry run), with the way out, rather than as the commit's failure."""
+    if clashes:
+        shown = ", ".join(clashes[:5]) + (f" and {len(clashes) - 5} more" if len(clashes) > 5 else "")
+        raise UploadError(f"{repo_id}: {len(clashes)} path(s) would be both a file and a folder after this push (a "
+                          f"file here where the repo has a folder of that name, or a folder here where it has a "
+                          f"file): {shown}; delete them on the Hub first, or push with --delete (which also deletes "
+                          "every other file of the repo the folder does not have); nothing was sent")
 
 
 def _create_repo(client: Client, repo_id: str, repo_type: str, private: bool) -> None:

@@ -277,6 +277,13 @@ class OverlayTree(Tree):
         self.full_reads = top.full_reads and (base.full_reads or not self._below)
         self.sample_limit = base.sample_limit if self._below else top.sample_limit
 
+    def clashes(self) -> list[str]:
+        """The paths that would be a file on one side and a folder on the other (a file of the upload where the
+        repo keeps files below that name, or the other way round), sorted: no repo can hold both, so a commit of
+        the upload cannot make the repo this tree describes. (push's upload is a staged copy: its folders are
+        those of the files it sends.)"""
+        return sorted((self.top.files() & self._below_dirs) | (self._below & self.top.folders()))
+
     def _tree(self, path: str) -> Tree:
         return self.base if path in self._below else self.top
 
