@@ -221,3 +221,14 @@ def test_a_folder_holding_nothing_sent_does_not_clash(hub, tmp_path):
     envtag.push_to_hub(folder, "alice/ts")
     files = hub.files("alice/ts")
     assert files["data"] == b"a file\n" and "tasks/a/task.toml" in files and "data/.env" not in files
+
+
+def test_a_file_over_a_folder_the_file_set_leaves_out_on_the_hub_is_refused_too(hub, tmp_path):
+    """The repo's ``.github/`` is no file of the set (a dot-directory), yet the Hub holds it: a local file named
+    ``.github`` clashes with it all the same."""
+    hub.create_repo("alice/ts", files={".github/w.yml": "on: push\n"})
+    before = hub.files("alice/ts")
+    folder = build(tmp_path / "ts", {**harbor_tasks("tasks", ["a"]), ".github": "a file\n"})
+    with pytest.raises(envtag.UploadError, match=r": \.github;"):
+        envtag.push_to_hub(folder, "alice/ts")
+    assert hub.files("alice/ts") == before

@@ -24,7 +24,7 @@ from .hubtree import HubTree
 from .model import Report, bare_tag
 from .oids import blob_id
 from .sources import URL_PREFIX, is_hub_address, parse_hub_url
-from .tree import OverlayTree, Tree, TreeError
+from .tree import OverlayTree, Tree, TreeError, parent, with_ancestors
 from .upload import check_folder, stage
 
 if TYPE_CHECKING:
@@ -251,7 +251,7 @@ def _push(upload: _UploadSet, repo_id: str, *, repo_type: str, revision: str | N
         if delete:  # every listed file, those the file set leaves out too (an .env published before, a .github/)
             removed = sorted(p for p in remote if p not in upload.staging.files and p not in KEEP_ON_DELETE)
         judged = OverlayTree(upload.tree, repo, removed)
-        _refuse_clashes(repo_id, judged.clashes())
+        _refuse_clashes(repo_id, {*upload.files, CARD}, set(remote).difference(removed))
     report = detect(judged, native_only=native_only)  # its config: the upload's pyproject.toml, else the repo's
     if isinstance(judged, OverlayTree) and judged.base.failures:
         failure = judged.base.failures[0]
@@ -274,9 +274,15 @@ def _push(upload: _UploadSet, repo_id: str, *, repo_type: str, revision: str | N
     return result
 
 
-def _refuse_clashes(repo_id: str, clashes: list[str]) -> None:
-    """A path that would be a file and a folder after the commit: git cannot hold both, so the Hub cannot either.
-    Said before anything is sent (and in a dry run), with the way out, rather than as the commit's failure."""
+def _refuse_clashes(repo_id: str, sent: set[str], listed: set[str]) -> None:
+    """Refuse, before anything is sent (in a dry run too), a commit that would leave a path both a file and a folder:
+    a file sent where the repo keeps files below that name, or the other way round. git cannot hold both, so the
+    Hub cannot either; the repo detection judged could not be made. ``listed``: every file the repo lists that the
+    commit keeps, those the file set leaves out included (a ``.github/`` clashes as much as a ``data/``)."""
+    kept = listed - sent
+    kept_folders = with_ancestors({parent(path) for path in kept})
+    sent_folders = with_ancestors({parent(path) for path in sent})
+    clashes = sorted((sent & kept_folders) | (kept & sent_folders))
     if clashes:
         shown = ", ".join(clashes[:5]) + (f" and {len(clashes) - 5} more" if len(clashes) > 5 else "")
         raise UploadError(f"{repo_id}: {len(clashes)} path(s) would be both a file and a folder after this push (a "

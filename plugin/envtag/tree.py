@@ -264,25 +264,14 @@ class OverlayTree(Tree):
         self.top, self.base = top, base
         self._below = base.files() - set(removed) - top.files()
         self._files = top.files() | self._below
-        self._below_dirs: set[str] = {"."} if self._below else set()  # every folder holding a file of the base
-        for path in self._below:
-            folder = parent(path)
-            while folder != "." and folder not in self._below_dirs:
-                self._below_dirs.add(folder)
-                folder = parent(folder)
+        # every folder holding a file of the base
+        self._below_dirs = with_ancestors({parent(path) for path in self._below}) if self._below else set()
         self._dirs = set(top.folders()) | self._below_dirs
         self.left_out, self.notes = list(top.left_out), [*top.notes, *base.notes]
         self.unreadable = [*top.unreadable, *base.unreadable]
         self.git_error = top.git_error
         self.full_reads = top.full_reads and (base.full_reads or not self._below)
         self.sample_limit = base.sample_limit if self._below else top.sample_limit
-
-    def clashes(self) -> list[str]:
-        """The paths that would be a file on one side and a folder on the other (a file of the upload where the
-        repo keeps files below that name, or the other way round), sorted: no repo can hold both, so a commit of
-        the upload cannot make the repo this tree describes. (push's upload is a staged copy: its folders are
-        those of the files it sends.)"""
-        return sorted((self.top.files() & self._below_dirs) | (self._below & self.top.folders()))
 
     def _tree(self, path: str) -> Tree:
         return self.base if path in self._below else self.top
@@ -619,7 +608,7 @@ class LocalTree(Tree):
         if folder in self._content_dirs:
             return True
         if self._holding is None:
-            self._holding = _with_ancestors(self._content_dirs)
+            self._holding = with_ancestors(self._content_dirs)
         return folder in self._holding
 
     def local_path(self, path: str) -> str:
@@ -704,11 +693,11 @@ class _Found:
         self.links += other.links
 
 
-def _with_ancestors(folders: set[str]) -> set[str]:
+def with_ancestors(folders: Iterable[str]) -> set[str]:
     """The folders and every ancestor of each (``.`` included), in one pass: a climb stops at the first
     ancestor already collected, so each folder is added once whatever the depth and the count."""
     found = set(folders)
-    for folder in folders:
+    for folder in list(found):
         while folder != ".":
             folder = parent(folder)
             if folder in found:
