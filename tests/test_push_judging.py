@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -194,9 +195,10 @@ def test_a_file_where_the_repo_has_a_folder_is_refused_before_anything_is_sent(h
     hub.create_repo("alice/ts", files={"README.md": card([RL]), "data/x.json": "{}\n"})
     before = hub.files("alice/ts")
     folder = build(tmp_path / "ts", {**harbor_tasks("tasks", ["a"]), "data": "a file now\n"})
+    refused = (r"1 path\(s\) would be both a file and a folder.*: data \(a file sent where the repo has a folder\);"
+               r".*--delete.*nothing was sent")
     for dry_run in (True, False):
-        with pytest.raises(envtag.UploadError, match=r"1 path\(s\) would be both a file and a folder.*: data;.*"
-                                                     r"--delete.*nothing was sent"):
+        with pytest.raises(envtag.UploadError, match=refused):
             envtag.push_to_hub(folder, "alice/ts", dry_run=dry_run)
     assert hub.files("alice/ts") == before
     result = envtag.push_to_hub(folder, "alice/ts", delete=True)
@@ -208,9 +210,14 @@ def test_a_file_where_the_repo_has_a_folder_is_refused_before_anything_is_sent(h
 def test_a_folder_where_the_repo_has_a_file_is_refused(hub, tmp_path):
     hub.create_repo("alice/ts", files={"tasks": "was a file\n", "notes/a.txt": "kept\n"})
     folder = build(tmp_path / "ts", harbor_tasks("tasks", ["a"]))
-    with pytest.raises(envtag.UploadError, match=r": tasks;"):
+    with pytest.raises(envtag.UploadError, match=r": tasks \(a file of the repo where files are sent below it\);"):
         envtag.push_to_hub(folder, "alice/ts")
     assert hub.files("alice/ts")["tasks"] == b"was a file\n"
+    with warnings.catch_warnings():  # the way out: the repo's file goes before the folder comes (no warning)
+        warnings.simplefilter("error")
+        envtag.push_to_hub(folder, "alice/ts", delete=True)
+    files = hub.files("alice/ts")
+    assert "tasks" not in files and "tasks/a/task.toml" in files
 
 
 def test_a_folder_holding_nothing_sent_does_not_clash(hub, tmp_path):
@@ -229,6 +236,29 @@ def test_a_file_over_a_folder_the_file_set_leaves_out_on_the_hub_is_refused_too(
     hub.create_repo("alice/ts", files={".github/w.yml": "on: push\n"})
     before = hub.files("alice/ts")
     folder = build(tmp_path / "ts", {**harbor_tasks("tasks", ["a"]), ".github": "a file\n"})
-    with pytest.raises(envtag.UploadError, match=r": \.github;"):
+    with pytest.raises(envtag.UploadError, match=r": \.github \(a file sent where the repo has a folder\);"):
         envtag.push_to_hub(folder, "alice/ts")
     assert hub.files("alice/ts") == before
+
+
+def test_a_file_over_a_folder_the_hub_listing_does_not_follow_is_refused_too(hub, tmp_path):
+    """A name with a backslash is a file of a local folder (so a push sends it) but a path envtag's Hub listing
+    does not follow (it is a separator on Windows): a second push sending a file of that name over it must still
+    be refused (an adversarial review)."""
+    first = build(tmp_path / "one", {**harbor_tasks("tasks", ["a"]), "raw\\2024/x.csv": "a,b\n"})
+    envtag.push_to_hub(first, "alice/ts")
+    before = hub.files("alice/ts")
+    assert "raw\\2024/x.csv" in before
+    second = build(tmp_path / "two", {**harbor_tasks("tasks", ["a"]), "raw\\2024": "now a file\n"})
+    with pytest.raises(envtag.UploadError, match=r": raw\\2024 \(a file sent where the repo has a folder\);"):
+        envtag.push_to_hub(second, "alice/ts", delete=True)  # --delete cannot remove what the listing skips
+    assert hub.files("alice/ts") == before
+
+
+def test_a_repo_folder_named_readme_does_not_clash_when_no_card_is_written(hub, tmp_path):
+    """Nothing detected and no README.md in the folder: the push writes no card, so the repo's README.md/ folder
+    is no clash (an adversarial review)."""
+    hub.create_repo("alice/ts", files={"README.md/notes.txt": "x\n"})
+    folder = build(tmp_path / "ts", {"notes.txt": "hello\n"})
+    result = envtag.push_to_hub(folder, "alice/ts")
+    assert result.files == ["notes.txt"] and hub.files("alice/ts")["notes.txt"] == b"hello\n"

@@ -251,7 +251,6 @@ def _push(upload: _UploadSet, repo_id: str, *, repo_type: str, revision: str | N
         if delete:  # every listed file, those the file set leaves out too (an .env published before, a .github/)
             removed = sorted(p for p in remote if p not in upload.staging.files and p not in KEEP_ON_DELETE)
         judged = OverlayTree(upload.tree, repo, removed)
-        _refuse_clashes(repo_id, {*upload.files, CARD}, set(remote).difference(removed))
     report = detect(judged, native_only=native_only)  # its config: the upload's pyproject.toml, else the repo's
     if isinstance(judged, OverlayTree) and judged.base.failures:
         failure = judged.base.failures[0]
@@ -261,6 +260,8 @@ def _push(upload: _UploadSet, repo_id: str, *, repo_type: str, revision: str | N
         base = _remote_card(client, repo_id, repo_type, sha)
     plan = plan_card(base, report, path=CARD, prune=prune)
     operations, changed, unchanged = _operations(upload, remote, plan.after or local_card, removed)
+    if isinstance(judged, OverlayTree):
+        _refuse_clashes(repo_id, operations, [*remote, *judged.base.dropped])
     result = PushResult(repo_id=repo_id, repo_type=repo_type, report=report, plan=plan, files=changed,
                         unchanged=unchanged, parent_commit=sha, created_repo=created, dry_run=dry_run,
                         repo_exists=head is not None or created, left_out=upload.left_out, deleted=removed)
@@ -274,21 +275,33 @@ def _push(upload: _UploadSet, repo_id: str, *, repo_type: str, revision: str | N
     return result
 
 
-def _refuse_clashes(repo_id: str, sent: set[str], listed: set[str]) -> None:
-    """Refuse, before anything is sent (in a dry run too), a commit that would leave a path both a file and a folder:
-    a file sent where the repo keeps files below that name, or the other way round. git cannot hold both, so the
-    Hub cannot either; the repo detection judged could not be made. ``listed``: every file the repo lists that the
-    commit keeps, those the file set leaves out included (a ``.github/`` clashes as much as a ``data/``)."""
-    kept = listed - sent
-    kept_folders = with_ancestors({parent(path) for path in kept})
-    sent_folders = with_ancestors({parent(path) for path in sent})
-    clashes = sorted((sent & kept_folders) | (kept & sent_folders))
-    if clashes:
-        shown = ", ".join(clashes[:5]) + (f" and {len(clashes) - 5} more" if len(clashes) > 5 else "")
-        raise UploadError(f"{repo_id}: {len(clashes)} path(s) would be both a file and a folder after this push (a "
-                          f"file here where the repo has a folder of that name, or a folder here where it has a "
-                          f"file): {shown}; delete them on the Hub first, or push with --delete (which also deletes "
-                          "every other file of the repo the folder does not have); nothing was sent")
+def _refuse_clashes(repo_id: str, operations: list, listed: list[str]) -> None:
+    """Refuse, before anything is sent (in a dry run too), a commit after which a path would be both a file and a
+    folder: git cannot hold both, so the Hub cannot either, and the repo detection judged could not be made.
+    ``listed``: every file the repo lists, those the file set leaves out and those the listing did not follow
+    included (a ``.github/`` or a ``raw\\2024/`` clashes as much as a ``data/``)."""
+    from huggingface_hub import CommitOperationAdd
+
+    added = {op.path_in_repo for op in operations if isinstance(op, CommitOperationAdd)}
+    deleted = {op.path_in_repo for op in operations if not isinstance(op, CommitOperationAdd)}
+    files = set(listed).difference(deleted) | added
+    clashes = sorted(files & with_ancestors({parent(path) for path in files}))
+    if not clashes:
+        return
+    below_added = with_ancestors({parent(path) for path in added})
+
+    def why(path: str) -> str:
+        if path in added:
+            return f"{path} (a file sent where the repo has a folder)"
+        if path in below_added:
+            return f"{path} (a file of the repo where files are sent below it)"
+        return f"{path} (a file and a folder on the Hub already)"
+
+    more = f" and {len(clashes) - 5} more" if len(clashes) > 5 else ""
+    raise UploadError(f"{repo_id}: {len(clashes)} path(s) would be both a file and a folder after this push, which "
+                      f"no repo can hold: {'; '.join(map(why, clashes[:5]))}{more}; delete them on the Hub first, "
+                      "or push with --delete (which also deletes every other file of the repo the upload does not "
+                      "hold); nothing was sent")
 
 
 def _create_repo(client: Client, repo_id: str, repo_type: str, private: bool) -> None:
@@ -329,8 +342,10 @@ def _operations(upload: _UploadSet, remote: dict[str, tuple[str | None, str | No
             operations.append(CommitOperationAdd(path_in_repo=CARD, path_or_fileobj=card_bytes))
         else:
             unchanged += 1
-    operations += [CommitOperationDelete(path_in_repo=path) for path in removed if path != CARD]
-    return operations, changed, unchanged
+    # deletions first: a folder of the repo that the upload replaces by a file (or a file by a folder) goes before
+    # its replacement comes, the order huggingface_hub expects (it warns about the other)
+    deletions = [CommitOperationDelete(path_in_repo=path) for path in removed if path != CARD]
+    return deletions + operations, changed, unchanged
 
 
 def tag_hub_repo(repo_id: str, *, repo_type: str = "dataset", revision: str | None = None,

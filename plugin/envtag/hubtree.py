@@ -72,6 +72,7 @@ class HubTree(Tree):
         self._cached_bytes = 0
         self._lock = threading.Lock()
         self.unsafe: list[str] = []
+        self.dropped: list[str] = []  # listed paths not followed (unsafe), as listed: a commit keeps them all the same
         self.failures: list[Exception] = []
         self.entries = 0
         self._list(progress if progress is not None else sys.stderr.isatty())
@@ -99,6 +100,8 @@ class HubTree(Tree):
                 path = item.get("path")
                 if not isinstance(path, str) or not safe_path(path):
                     unsafe.append(path if isinstance(path, str) else repr(path))
+                    if isinstance(path, str):
+                        self.dropped.append(path)
                     continue
                 folder = path.rpartition("/")[0]
                 if skip is not None and skip(path):
