@@ -224,6 +224,33 @@ def test_secrets_are_never_uploaded_and_push_says_what_it_left_out(tmp_path, mon
     assert "notes.txt" in result.stdout  # a link whose target is left out, named
 
 
+def test_a_name_with_a_backslash_is_read_alike_in_a_folder_and_at_a_revision(tmp_path, monkeypatch):
+    """A backslash is a folder separator on Windows; a git revision (GitTree) and a Hub listing (HubTree) never read
+    a path holding one, so a folder's file set leaves it out too, as unreadable, and push refuses it: what envtag
+    publishes it can read back (an adversarial review found a push of such a name that later listings skipped)."""
+    folder = taskset(tmp_path / "ts")
+    (folder / "tasks" / "a" / "tests" / "data\\x.txt").write_text("x")
+    (folder / "raw\\2024").mkdir()
+    (folder / "raw\\2024" / "y.csv").write_text("a,b\n")
+    git(folder, "init", "-q")
+    git(folder, "add", "-A")
+    git(folder, "commit", "-q", "-m", "tasks")
+    local, committed = envtag.detect(folder), envtag.detect(folder, rev="HEAD")
+    assert local.tags == committed.tags == ["rl-environment", "harbor", "openenv"]
+    for report in (local, committed):
+        unreadable = " ".join(p.path + " " + p.message for p in report.problems if p.undecided)
+        assert "x.txt" in unreadable and "2024" in unreadable, report.problems  # (GitTree names them by repr)
+    assert not any("\\" in path for path in LocalTree(folder).files())
+    server = start_server()
+    try:
+        isolate_hf(monkeypatch, tmp_path, server)
+        with pytest.raises(envtag.TreeError, match=r"2 file name\(s\) the Hub or a checkout cannot hold.*backslash"):
+            envtag.push_to_hub(folder, "alice/new")
+        assert not server.repo_exists("alice/new")
+    finally:
+        server.stop()
+
+
 def test_push_refuses_names_the_hub_cannot_hold_before_creating_anything(tmp_path, monkeypatch):
     folder = taskset(tmp_path / "ts")
     (folder / os.fsdecode(b"bad-\xff-name.txt")).write_text("x")

@@ -242,16 +242,19 @@ def test_a_file_over_a_folder_the_file_set_leaves_out_on_the_hub_is_refused_too(
 
 
 def test_a_file_over_a_folder_the_hub_listing_does_not_follow_is_refused_too(hub, tmp_path):
-    """A name with a backslash is a file of a local folder (so a push sends it) but a path envtag's Hub listing
-    does not follow (it is a separator on Windows): a second push sending a file of that name over it must still
-    be refused (an adversarial review)."""
-    first = build(tmp_path / "one", {**harbor_tasks("tasks", ["a"]), "raw\\2024/x.csv": "a,b\n"})
-    envtag.push_to_hub(first, "alice/ts")
+    """A path with a backslash (a separator on Windows), written by another tool: envtag's Hub listing does not
+    follow it, and --delete cannot remove it, yet a file sent over its folder must still be refused (an
+    adversarial review). envtag itself never sends such a name."""
+    hub.create_repo("alice/ts", files={"raw\\2024/x.csv": "a,b\n"})
     before = hub.files("alice/ts")
-    assert "raw\\2024/x.csv" in before
-    second = build(tmp_path / "two", {**harbor_tasks("tasks", ["a"]), "raw\\2024": "now a file\n"})
-    with pytest.raises(envtag.UploadError, match=r": raw\\2024 \(a file sent where the repo has a folder\);"):
-        envtag.push_to_hub(second, "alice/ts", delete=True)  # --delete cannot remove what the listing skips
+    folder = build(tmp_path / "ts", {**harbor_tasks("tasks", ["a"]), "raw\\2024": "now a file\n"})
+    with pytest.raises(envtag.TreeError, match=r"1 file name\(s\) the Hub or a checkout cannot hold.*raw"):
+        envtag.push_to_hub(folder, "alice/ts", delete=True)  # the name itself is refused first
+    (folder / "raw\\2024").rename(folder / "raw-2024")
+    (folder / "raw").write_text("a file named as the listed path's first part\n")
+    hub.create_repo("alice/t2", files={"raw/\\x.csv": "a,b\n"})  # listed, not followed: below raw/
+    with pytest.raises(envtag.UploadError, match=r": raw \(a file sent where the repo has a folder\);"):
+        envtag.push_to_hub(folder, "alice/t2", delete=True)  # --delete cannot remove what the listing skips
     assert hub.files("alice/ts") == before
 
 

@@ -9,8 +9,9 @@ What ``detect`` judges is what ``push`` uploads, so the rule lives here and nowh
 - inside a git work tree, nothing git ignores (git's own rules: ``git ls-files --others --ignored
   --exclude-standard``, run by ``gitrun.GitIgnored``), except what ``[tool.envtag] force-include`` names;
 - a link only when it ends at a file that is itself in the set (never a folder, never outside the folder);
-- never a FIFO, socket or device, and never a name the Hub cannot hold (line breaks, bytes that are not UTF-8), nor
-  a file named ``.cache`` (huggingface_hub refuses such a path in a commit).
+- never a FIFO, socket or device, and never a name the Hub or a checkout cannot hold (line breaks; a backslash, a
+  folder separator on Windows, which a git revision or a Hub listing is not read through either; bytes that are not
+  UTF-8), nor a file named ``.cache`` (huggingface_hub refuses such a path in a commit).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ CACHE = "cache or dependency folder"
 JUNK = "bytecode or OS metadata"
 LINK = "link that leaves the folder, ends at a folder, or ends at a file left out"
 SPECIAL = "not a regular file (FIFO, socket, device)"
-BAD_NAME = "name the Hub cannot hold (a control character, or not UTF-8)"
+BAD_NAME = "name the Hub or a checkout cannot hold (a control character, a backslash, or not UTF-8)"
 HUB_REFUSED = "a name huggingface_hub refuses in a repo (.git, .cache)"
 # huggingface_hub.utils.FORBIDDEN_FOLDERS: no part of a path in a commit may be one of them (tests check the copy)
 HUB_FORBIDDEN = frozenset({".git", ".cache"})
@@ -99,9 +100,11 @@ _CONTROL = frozenset(map(chr, [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]
 
 
 def usable_name(name: str) -> bool:
-    """A name the Hub (and a git checkout) can hold: no line break or other control character, valid UTF-8
-    (os.fsdecode keeps undecodable bytes as lone surrogates, which do not encode)."""
-    if not name.isprintable() and not _CONTROL.isdisjoint(name):
+    """A name the Hub and every git checkout can hold: no line break or other control character, no backslash (a
+    folder separator on Windows; GitTree and HubTree refuse a listed path holding one, so a folder's file set does
+    too: what is pushed can be read back), valid UTF-8 (os.fsdecode keeps undecodable bytes as lone surrogates,
+    which do not encode)."""
+    if (not name.isprintable() and not _CONTROL.isdisjoint(name)) or "\\" in name:
         return False
     try:
         name.encode("utf-8")
@@ -209,7 +212,8 @@ def _bad_parts(paths: list[str], names: list[str], folders: set[str]) -> tuple[d
     for needle in (*SKIP_DIRS, ENV_DIR_MARKER):
         if needle in joined:
             suspects.update(compress(folders, map(str.__contains__, folders, repeat(needle))))
-    if not (joined.isascii() and joined.isprintable()):  # a control character, or maybe bytes not UTF-8
+    if not (joined.isascii() and joined.isprintable()) or "\\" in joined:  # a control character, a backslash,
+        # or maybe bytes not UTF-8
         suspects.update(f for f in folders if not all(map(usable_name, f.split("/"))))
     bad: dict[str, str] = {}  # folder (with a slash) -> reason
     for folder in suspects:

@@ -145,8 +145,9 @@ class _UploadSet:
             bad = [p for p, reason in source.left_out if reason == fileset.BAD_NAME]
             if bad:
                 shown = ", ".join(_printable(p) for p in bad[:5])
-                raise TreeError(f"{folder}: {len(bad)} file name(s) the Hub cannot hold (a line break, or bytes that "
-                                f"are not UTF-8): {shown}; rename them first; nothing was sent")
+                raise TreeError(f"{folder}: {len(bad)} file name(s) the Hub or a checkout cannot hold (a line break, "
+                                f"a backslash, or bytes that are not UTF-8): {shown}; rename them first; nothing was "
+                                "sent")
             unreadable = list(source.unreadable)
             if unreadable:
                 shown = ", ".join(_printable(p) for p in unreadable[:5])
