@@ -253,7 +253,8 @@ def test_a_file_over_a_folder_the_hub_listing_does_not_follow_is_refused_too(hub
     (folder / "raw\\2024").rename(folder / "raw-2024")
     (folder / "raw").write_text("a file named as the listed path's first part\n")
     hub.create_repo("alice/t2", files={"raw/\\x.csv": "a,b\n"})  # listed, not followed: below raw/
-    with pytest.raises(envtag.UploadError, match=r": raw \(a file sent where the repo has a folder\);"):
+    with pytest.raises(envtag.UploadError, match=r": raw \(a file sent where the repo has a folder\); delete them on "
+                                                 r"the Hub first \(--delete cannot: 'raw/\\\\x.csv' is a path"):
         envtag.push_to_hub(folder, "alice/t2", delete=True)  # --delete cannot remove what the listing skips
     assert hub.files("alice/ts") == before
 

@@ -262,7 +262,7 @@ def _push(upload: _UploadSet, repo_id: str, *, repo_type: str, revision: str | N
     plan = plan_card(base, report, path=CARD, prune=prune)
     operations, changed, unchanged = _operations(upload, remote, plan.after or local_card, removed)
     if isinstance(judged, OverlayTree):
-        _refuse_clashes(repo_id, operations, [*remote, *judged.base.dropped])
+        _refuse_clashes(repo_id, operations, list(remote), judged.base.dropped)
     result = PushResult(repo_id=repo_id, repo_type=repo_type, report=report, plan=plan, files=changed,
                         unchanged=unchanged, parent_commit=sha, created_repo=created, dry_run=dry_run,
                         repo_exists=head is not None or created, left_out=upload.left_out, deleted=removed)
@@ -276,16 +276,17 @@ def _push(upload: _UploadSet, repo_id: str, *, repo_type: str, revision: str | N
     return result
 
 
-def _refuse_clashes(repo_id: str, operations: list, listed: list[str]) -> None:
+def _refuse_clashes(repo_id: str, operations: list, listed: list[str], unfollowed: list[str]) -> None:
     """Refuse, before anything is sent (in a dry run too), a commit after which a path would be both a file and a
     folder: git cannot hold both, so the Hub cannot either, and the repo detection judged could not be made.
-    ``listed``: every file the repo lists, those the file set leaves out and those the listing did not follow
-    included (a ``.github/`` or a ``raw\\2024/`` clashes as much as a ``data/``)."""
+    ``listed``: every file the repo lists, those the file set leaves out included (a ``.github/`` clashes as much as
+    a ``data/``); ``unfollowed``: the listed paths the listing does not follow (a backslash, a line break), which
+    the commit keeps all the same and ``--delete`` cannot remove."""
     from huggingface_hub import CommitOperationAdd
 
     added = {op.path_in_repo for op in operations if isinstance(op, CommitOperationAdd)}
     deleted = {op.path_in_repo for op in operations if not isinstance(op, CommitOperationAdd)}
-    files = set(listed).difference(deleted) | added
+    files = set(listed).union(unfollowed).difference(deleted) | added
     clashes = sorted(files & with_ancestors({parent(path) for path in files}))
     if not clashes:
         return
@@ -298,11 +299,14 @@ def _refuse_clashes(repo_id: str, operations: list, listed: list[str]) -> None:
             return f"{path} (a file of the repo where files are sent below it)"
         return f"{path} (a file and a folder on the Hub already)"
 
+    stuck = [path for path in unfollowed if any(path == c or path.startswith(c + "/") for c in clashes)]
+    way_out = (f"delete them on the Hub first (--delete cannot: {', '.join(map(repr, stuck[:3]))} "
+               "is a path envtag's listing does not follow)" if stuck else
+               "delete them on the Hub first, or push with --delete (which also deletes every other file of the "
+               "repo the upload does not hold)")
     more = f" and {len(clashes) - 5} more" if len(clashes) > 5 else ""
     raise UploadError(f"{repo_id}: {len(clashes)} path(s) would be both a file and a folder after this push, which "
-                      f"no repo can hold: {'; '.join(map(why, clashes[:5]))}{more}; delete them on the Hub first, "
-                      "or push with --delete (which also deletes every other file of the repo the upload does not "
-                      "hold); nothing was sent")
+                      f"no repo can hold: {'; '.join(map(why, clashes[:5]))}{more}; {way_out}; nothing was sent")
 
 
 def _create_repo(client: Client, repo_id: str, repo_type: str, private: bool) -> None:
