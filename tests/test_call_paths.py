@@ -13,13 +13,11 @@ import shutil
 import sys
 import threading
 
-import pytest
-
 import envtag
 import envtag.cli
 from envtag.example import example_path
 from test_house import all_imports, floors
-from test_hub import isolate_hf, start_server
+from test_hub import srv  # noqa: F401 - the local Hub-API server, as huggingface_hub's endpoint
 
 
 def climbs(run) -> list[tuple[str, str]]:
@@ -52,15 +50,6 @@ def climbs(run) -> list[tuple[str, str]]:
     return list(found)
 
 
-@pytest.fixture
-def hub(monkeypatch, tmp_path):
-    server = start_server()
-    isolate_hf(monkeypatch, tmp_path, server)
-    yield server
-    server.stop()
-    assert server.errors == []
-
-
 def test_a_tag_climbs_back_up_at_most_three_times(tmp_path, capsys):
     folder = tmp_path / "ts"
     shutil.copytree(example_path(), folder)
@@ -69,11 +58,11 @@ def test_a_tag_climbs_back_up_at_most_three_times(tmp_path, capsys):
     assert len(sites) <= 3, sites
 
 
-def test_a_push_climbs_back_up_at_most_five_times(hub, tmp_path):
+def test_a_push_climbs_back_up_at_most_five_times(srv, tmp_path):  # noqa: F811
     """To a repo that exists: the push judges the upload over the repo's files (OverlayTree over a HubTree)."""
-    hub.create_repo("alice/ts", files={"README.md": "---\nlicense: mit\n---\n", "old.txt": "x\n"})
+    srv.create_repo("alice/ts", files={"README.md": "---\nlicense: mit\n---\n", "old.txt": "x\n"})
     folder = tmp_path / "ts"
     shutil.copytree(example_path(), folder)
     sites = climbs(lambda: envtag.push_to_hub(folder, "alice/ts"))
-    assert "- harbor" in hub.files("alice/ts")["README.md"].decode()
+    assert "- harbor" in srv.files("alice/ts")["README.md"].decode()
     assert len(sites) <= 5, sites
