@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import envtag
+import envtag.gittree
 from envtag.card import HUB_HEADER, CardError, apply_tags, card_tags, write_plan
 from envtag.example import example_path
 from envtag.tagging import plan_folder
@@ -590,6 +591,49 @@ def test_hard_links_and_copies_of_credentials_are_left_out(tmp_path):
     files = LocalTree(folder).files()
     assert not {"notes.txt", "keys/id_rsa.bak", "certs/store.p12", "gcp/credentials.json", ".netrc.old"} & files
     assert "keys/id_ed25519.pub" in files  # a public key is no secret
+
+
+def test_a_hard_link_to_a_credential_is_left_out_at_a_revision_too(tmp_path, monkeypatch):
+    """git stores the hard link ``notes.txt`` to ``.env`` as a second path to the same blob: GitTree leaves out a file
+    holding exactly a credential file's bytes, as LocalTree leaves out the same inode, so ``push --rev`` never
+    publishes it (a fuzz of the three sources found it uploaded). An empty credential file marks nothing."""
+    folder = taskset(tmp_path / "ts")
+    (folder / ".env").write_text(f"HF_TOKEN={SECRET_ENV}\n")
+    os.link(folder / ".env", folder / "notes.txt")
+    build(folder, {"empty/.env": "", "tasks/__init__.py": ""})
+    git(folder, "init", "-q")
+    git(folder, "add", "-A")
+    git(folder, "commit", "-q", "-m", "tasks")
+    committed = envtag.gittree.GitTree(folder, "HEAD")
+    assert ("notes.txt", "credential file") in committed.left_out and "notes.txt" not in committed.files()
+    assert "tasks/__init__.py" in committed.files()  # shares the empty .env's blob: no secret
+    assert committed.files() == LocalTree(folder).files()
+    server = start_server()
+    try:
+        isolate_hf(monkeypatch, tmp_path, server)
+        result = envtag.push_to_hub(folder, "alice/ts", rev="HEAD")
+        assert ("notes.txt", "credential file") in result.left_out
+        uploaded = server.files("alice/ts")
+    finally:
+        server.stop()
+    assert "notes.txt" not in uploaded and not any(SECRET_ENV.encode() in data for data in uploaded.values())
+
+
+def test_a_linked_pyvenv_cfg_marks_an_environment_in_a_folder_as_in_a_listing(tmp_path):
+    """A venv reads its pyvenv.cfg through a link, a git or Hub listing names the link, and an upload copies it as a
+    file: a folder holding a linked pyvenv.cfg is an environment in a folder too, so what push judges, sends and
+    reads back agree (a fuzz of the three sources found the folder sent, then left out by the Hub)."""
+    folder = taskset(tmp_path / "ts")
+    build(folder, {"real.cfg": "home = /usr/bin\n", **harbor_tasks("env/tasks", ["b"])})
+    os.symlink("../real.cfg", folder / "env" / "pyvenv.cfg")
+    git(folder, "init", "-q")
+    git(folder, "add", "-A")
+    git(folder, "commit", "-q", "-m", "tasks")
+    local, committed = LocalTree(folder), envtag.gittree.GitTree(folder, "HEAD")
+    assert ("env/", "virtualenv or conda environment") in local.left_out
+    assert not any(path.startswith("env/") for path in local.files())
+    assert local.files() == committed.files()
+    assert envtag.detect(folder).tags == envtag.detect(folder, rev="HEAD").tags
 
 
 # Names that trip each rule of the file set, beside ordinary ones (the listing's text tests must not miss them)

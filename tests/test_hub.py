@@ -705,3 +705,13 @@ def test_push_uploads_what_skip_leaves_out_of_detection_and_never_secrets(srv, t
     files = srv.files("alice/skipped")
     assert "vendor/big.bin" in files and "vendor/big.bin" in result.files
     assert not {".git", ".env.local", ".envrc", ".netrc"} & set(files)
+
+
+def test_a_hub_repo_reports_names_no_checkout_can_hold_as_unreadable(srv):
+    """As a folder and a revision do: a name with a control character is unreadable (its verdict incomplete, so
+    --prune keeps the tags that may depend on it), not silently left out (a fuzz of the three sources)."""
+    srv.create_repo("alice/names", files={**harbor_tasks("tasks", ["a"]), "notes\x85x.txt": "x", "d\u2028/y.txt": "y"})
+    tree = hub_tree(srv, "alice/names")
+    assert {"notes\x85x.txt", "d\u2028"} <= set(tree.unreadable), tree.unreadable
+    report = detect(tree)
+    assert sum(p.undecided for p in report.problems) == 2 and report.tags == ["rl-environment", "harbor", "openenv"]

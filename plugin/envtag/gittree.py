@@ -22,7 +22,7 @@ from operator import itemgetter
 from typing import Any, BinaryIO
 
 from . import gitrun
-from .fileset import BAD_NAME, LINK, filter_folders, filter_listing
+from .fileset import BAD_NAME, LINK, SECRET, filter_folders, filter_listing
 from .gitrun import in_work_tree
 from .tree import MAX_READ, FileTooLarge, Tree, TreeError
 
@@ -232,6 +232,7 @@ class GitTree(Tree):
             listed = [path for path in listed if not self.skipped(path.rstrip("/"))]
         # the folder's own name counts for the secrets told by their folder (config.json of a .docker folder)
         kept, left_out = filter_listing(listed, root_name=os.path.basename(os.path.realpath(self.folder)))
+        self._drop_copies_of_secrets(kept, left_out)
         files = kept.difference(links, submodules) if links or submodules else kept
         folders.discard("")
         listed_folders = folders  # links pass through any of them, skipped or left out, as on disk
@@ -250,6 +251,18 @@ class GitTree(Tree):
         self.left_out = sorted(left_out)
         self.unreadable = [path.rstrip("/") for path, why in self.left_out if why == BAD_NAME]
         self.unreadable += [f"{path!r} ({why}, not read)" for path, why in sorted(set(self.unsafe))]
+
+    def _drop_copies_of_secrets(self, kept: set[str], left_out: list[tuple[str, str]]) -> None:
+        """A file holding exactly the bytes of a credential file left out is a credential file too: git stores a
+        hard link (``notes.txt`` and ``.env``, which LocalTree tells by their inode) as two paths to one blob. The
+        empty blob aside (every empty file shares it). Looked at only when a credential file is listed."""
+        secrets = {blob for blob, size in (_blob_of(self._entries[path]) for path, why in left_out
+                                           if why == SECRET and path in self._entries) if size}
+        if not secrets:
+            return
+        copies = sorted(path for path in kept if path in self._entries and _blob_of(self._entries[path])[0] in secrets)
+        kept.difference_update(copies)
+        left_out += [(path, SECRET) for path in copies]
 
     def _drop_clashes(self, clash: set[str], links: list[str], submodules: list[str]) -> set[str]:
         """Leave out both sides of each path that is a file (or a link, or a submodule) and a folder too: the

@@ -16,7 +16,7 @@ from typing import NamedTuple
 from urllib.parse import quote
 
 from . import hubclient
-from .fileset import filter_folders, filter_listing
+from .fileset import BAD_NAME, filter_folders, filter_listing
 from .model import is_commit_sha
 from .sources import REPO_TYPES, URL_PREFIX, parse_hub_url  # noqa: F401 - re-exported
 from .tree import MAX_READ, FileTooLarge, Tree
@@ -131,6 +131,8 @@ class HubTree(Tree):
         kept, self.left_out = filter_listing(self._files)
         if len(kept) == len(self._files):
             return
+        # a name the Hub or a checkout cannot hold is unreadable here too, as in a folder or at a revision
+        self.unreadable += [path.rstrip("/") for path, why in self.left_out if why == BAD_NAME]
         for path in self._files.difference(kept):
             del self._sizes[path]
         self._files = kept

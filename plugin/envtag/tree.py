@@ -499,6 +499,8 @@ class LocalTree(Tree):
                         elif skip is None or not skip(path):
                             here_dirs.append((entry.path, path))
                     elif entry.is_symlink():
+                        if name == fileset.ENV_FILE_MARKER:  # a linked pyvenv.cfg marks it too (venv reads through
+                            environment = True  # it, a listing names it, and an upload copies it as a file)
                         here_links.append((path, entry.path))
                     else:
                         here_out.append((path, fileset.SPECIAL))
