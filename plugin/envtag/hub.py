@@ -245,6 +245,7 @@ def _push(upload: _UploadSet, repo_id: str, *, repo_type: str, revision: str | N
     judged: Tree = upload.tree
     remote: dict[str, tuple[str | None, str | None]] = {}
     removed: list[str] = []
+    unfollowed: list[str] | None = None  # the listed paths the repo's listing does not follow (None: no repo yet)
     if head is not None or created:
         sha = head if head is not None and revision is None else client.head_sha(repo_id, repo_type, revision)
         repo = HubTree(repo_id, repo_type, revision, token=client.token, endpoint=client.endpoint, sha=sha)
@@ -252,6 +253,7 @@ def _push(upload: _UploadSet, repo_id: str, *, repo_type: str, revision: str | N
         if delete:  # every listed file, those the file set leaves out too (an .env published before, a .github/)
             removed = sorted(p for p in remote if p not in upload.staging.files and p not in KEEP_ON_DELETE)
         judged = OverlayTree(upload.tree, repo, removed)
+        unfollowed = repo.dropped
     report = detect(judged, native_only=native_only)  # its config: the upload's pyproject.toml, else the repo's
     if isinstance(judged, OverlayTree) and judged.base.failures:
         failure = judged.base.failures[0]
@@ -261,8 +263,8 @@ def _push(upload: _UploadSet, repo_id: str, *, repo_type: str, revision: str | N
         base = _remote_card(client, repo_id, repo_type, sha)
     plan = plan_card(base, report, path=CARD, prune=prune)
     operations, changed, unchanged = _operations(upload, remote, plan.after or local_card, removed)
-    if isinstance(judged, OverlayTree):
-        _refuse_clashes(repo_id, operations, list(remote), judged.base.dropped)
+    if unfollowed is not None:
+        _refuse_clashes(repo_id, operations, list(remote), unfollowed)
     result = PushResult(repo_id=repo_id, repo_type=repo_type, report=report, plan=plan, files=changed,
                         unchanged=unchanged, parent_commit=sha, created_repo=created, dry_run=dry_run,
                         repo_exists=head is not None or created, left_out=upload.left_out, deleted=removed)
