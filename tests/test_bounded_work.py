@@ -507,3 +507,20 @@ def test_links_of_nested_tasks_are_not_held_under_every_task_above_them(tmp_path
             tracemalloc.stop()
         assert "harbor" in report.tags
     assert peaks[1] / peaks[0] < 3  # the listing's characters: 4 times; before, 6 (55 MB at 400)
+
+
+def test_a_push_clash_check_over_many_unfollowed_paths_is_linear():
+    """A Hub listing of many paths envtag does not follow (a backslash), each below a file the push sends: the
+    check tells which clashes --delete cannot fix with one climb per such path, not a scan of every clash per
+    path (an earlier version was quadratic: a hostile listing of 100,000 such paths took it hours)."""
+    from huggingface_hub import CommitOperationAdd
+
+    from envtag import hub
+    from envtag.errors import UploadError
+
+    def check(n: int) -> None:
+        operations = [CommitOperationAdd(path_in_repo=f"u{i}", path_or_fileobj=b"x") for i in range(n)]
+        with pytest.raises(UploadError, match="--delete cannot"):
+            hub._refuse_clashes("alice/ts", operations, [], [f"u{i}/a\\b" for i in range(n)])
+
+    assert calls(lambda: check(4 * 500)) / calls(lambda: check(500)) < LINEAR

@@ -301,7 +301,8 @@ def _refuse_clashes(repo_id: str, operations: list, listed: list[str], unfollowe
             return f"{path} (a file of the repo where files are sent below it)"
         return f"{path} (a file and a folder on the Hub already)"
 
-    stuck = [path for path in unfollowed if any(path == c or path.startswith(c + "/") for c in clashes)]
+    clashing = set(clashes)  # one climb per unfollowed path (a listing of many, against many clashes, stays linear)
+    stuck = [path for path in unfollowed if not clashing.isdisjoint(with_ancestors({path}))]
     way_out = (f"delete them on the Hub first (--delete cannot: {', '.join(map(repr, stuck[:3]))} "
                "is a path envtag's listing does not follow)" if stuck else
                "delete them on the Hub first, or push with --delete (which also deletes every other file of the "
