@@ -561,3 +561,36 @@ def test_native_only_never_calls_a_readers_tag_wrong(hub):
     assert refused and all("verifiers" not in r.wrong and "openenv" not in r.wrong for r in refused.values())
     with pytest.raises(TypeError, match="not the string 'harbor'"):
         list(envtag.audit(tags="harbor"))
+
+
+def test_create_pr_opens_no_pull_request_on_a_listed_commit_that_is_not_mains_head(fresh, monkeypatch):
+    """The Hub opens a pull request on whatever parent it is given. A listing read hours before a repo's turn (main
+    moved since), or one naming a stranger's pull request commit as the repo's sha, must not become the parent of
+    envtag's pull request: it would undo main's later changes, or carry the stranger's files (an adversarial
+    review). The Hub is asked for main's head before proposing."""
+    card = "---\nlicense: mit\ntags:\n- rl-environment\n---\n# a\n"
+    fresh.create_repo("alice/a", files={**NEMO, "README.md": card})
+    # main moves once the listing is read: the owner edits the card
+    moved = lambda repos: fresh.commit("alice/a", {"README.md": card.replace("mit", "apache-2.0")})  # noqa: E731
+    (row,) = envtag.audit(author="alice", create_pr=True, on_listed=moved)
+    assert row.verdict == "missing" and row.pr_url is None and fresh.pull_requests("alice/a") == []
+    assert row.error.startswith(f"no pull request: {row.sha[:12]} is not the head of main on the Hub"), row.error
+    # the listing names a stranger's pull request commit
+    num = fresh.open_pr("alice/a", {"evil.py": "import os\n"}, author="mallory", title="typo fix")
+    evil = next(pr for pr in fresh.pull_requests("alice/a") if pr.num == num).head_sha
+    info_json = fresh._info_json
+
+    def lying(ctx, repo, commit, **kwargs):  # in the listing of repos only: the repo's own info says main's head
+        info = info_json(ctx, repo, commit, **kwargs)
+        return {**info, "sha": evil} if ctx.raw_path.rstrip("/") == "/api/datasets" else info
+
+    with monkeypatch.context() as patched:
+        patched.setattr(fresh, "_info_json", lying)
+        (row,) = envtag.audit(author="alice", create_pr=True)
+    assert row.sha == evil and row.pr_url is None and "is not the head of main" in row.error, row
+    assert [pr.author for pr in fresh.pull_requests("alice/a")] == ["mallory"]
+    (row,) = envtag.audit(author="alice", create_pr=True)  # at main's head: proposed, on main's card
+    ours = [pr for pr in fresh.pull_requests("alice/a") if pr.author != "mallory"]
+    assert row.pr_opened and len(ours) == 1, row
+    proposed = fresh.files("alice/a", revision=ours[0].ref)
+    assert "evil.py" not in proposed and b"apache-2.0" in proposed["README.md"]

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from .card import card_carries, card_tags
 from .errors import HubError, StateError
-from .hub import check_repo_id, inspect_repo, outside_selection, propose, read_token, write_token
+from .hub import NOT_MAIN_HEAD, check_repo_id, inspect_repo, outside_selection, propose, read_token, write_token
 from .hubclient import Client, Gate, Scope, scoped
 from .model import RL_TAG, VERDICTS, is_commit_sha
 from .verdicts import (
@@ -144,12 +144,11 @@ def _run_jobs(todo: list[tuple[str, str | None]], jobs: int, gate: Gate,
 
 def audit_repo(repo: str, listed_sha: str | None, *, repo_type: str, gate, budget: float | None, create_pr: bool,
                 prune: bool, native_only: bool | None, token: str | None, endpoint: str | None,
-                filters: tuple[str, ...] = (), sha_from_caller: bool = False) -> AuditResult | None:
+                filters: tuple[str, ...] = ()) -> AuditResult | None:
     """One repo, in a worker thread: inspect, judge, propose the fix. None when the audit was stopped.
 
-    ``sha_from_caller``: ``listed_sha`` comes from an untrusted caller (a webhook payload), not from the Hub's
-    listing: it is audited as asked, but a pull request is opened only when the Hub says it is main's head (a
-    pull request's parent could otherwise be a stranger's commit, which envtag's pull request would carry)."""
+    ``listed_sha`` (from the Hub's listing, or from a webhook payload: untrusted either way) is audited as given;
+    ``propose`` opens a pull request only when the Hub says it is main's head now."""
     scope = Scope(gate, budget)
 
     def failed(message: str) -> AuditResult:
@@ -185,17 +184,12 @@ def audit_repo(repo: str, listed_sha: str | None, *, repo_type: str, gate, budge
         return failed(result)
     if create_pr and tagged.changed and result.verdict in ("missing", "wrong"):
         try:
-            head = tree.client.head_sha(repo, repo_type, None) if sha_from_caller else tree.sha
-            if head != tree.sha:
-                result.error = (f"no pull request: {tree.sha[:12]} is not the head of main on the Hub "
-                                f"({head[:12]}); envtag proposes tags only on top of main")
-            else:
-                result.pr_url, proposed = propose(tree, tagged)  # tree.client works under ``scope``
-                result.pr_opened, result.pr_updated = proposed == "opened", proposed == "updated"
+            result.pr_url, proposed = propose(tree, tagged)  # tree.client works under ``scope``
+            result.pr_opened, result.pr_updated = proposed == "opened", proposed == "updated"
         except HubError as exc:
             if exc.code == "stopped":
                 return None
-            result.error = f"opening the pull request: {exc}"
+            result.error = str(exc) if exc.code == NOT_MAIN_HEAD else f"opening the pull request: {exc}"
     result.requests = scope.requests
     return result
 
@@ -209,6 +203,6 @@ def audit_one(repo: str, sha: str, *, repo_type: str = "dataset", create_pr: boo
     budget = float(os.environ.get("ENVTAG_AUDIT_REPO_SECONDS", REPO_BUDGET))
     try:
         return audit_repo(repo, sha, repo_type=repo_type, gate=gate, budget=budget, create_pr=create_pr, prune=False,
-                          native_only=None, token=token, endpoint=endpoint, sha_from_caller=True)
+                          native_only=None, token=token, endpoint=endpoint)
     finally:
         gate.stop.set()

@@ -36,7 +36,17 @@ from .card import card_tags, plan_card, read_tree_card
 from .config import Config
 from .engine import detect
 from .errors import EnvtagError, HubError, StateError, UsageError
-from .hub import CARD, TagResult, check_repo_id, outside_selection, propose, read_token, repo_config_tags, write_token
+from .hub import (
+    CARD,
+    NOT_MAIN_HEAD,
+    TagResult,
+    check_repo_id,
+    outside_selection,
+    propose,
+    read_token,
+    repo_config_tags,
+    write_token,
+)
 from .hubclient import Client, Gate, Scope, scoped
 from .hubtree import HubTree, safe_path
 from .model import RL_TAG, Report, bare_tag, is_commit_sha
@@ -434,7 +444,7 @@ def _propose_tags(tree: HubTree, report: Report, result: AuditResult, config_tag
     except HubError as exc:
         if exc.code == "stopped":
             return "stopped"
-        result.error = f"opening the pull request: {exc}"
+        result.error = str(exc) if exc.code == NOT_MAIN_HEAD else f"opening the pull request: {exc}"
     except EnvtagError as exc:  # the card cannot be read or edited
         result.error = f"opening the pull request: {exc}"
     return None

@@ -455,14 +455,26 @@ def find_tag_pr(client: Client, repo_id: str, repo_type: str = "dataset") -> str
     return pr_url(client, repo_id, repo_type, nums[0]) if nums else None
 
 
+NOT_MAIN_HEAD = "not-main-head"  # HubError.code: the inspected commit is no longer (or never was) main's head
+
+
 def propose(tree: HubTree, result: TagResult) -> tuple[str, str]:
     """Propose ``result``'s card as envtag's pull request: (its URL, what was done: ``opened``, ``updated`` or
     ``already open``). envtag's open pull request is reused: when its card is not the one proposed now (the repo
     changed since, or what loads it did), the new card is committed to it (on top of its head, which must not
-    move meanwhile); else a new one is opened."""
+    move meanwhile); else a new one is opened.
+
+    Only on top of main's head, asked of the Hub now (HubError ``not-main-head`` otherwise): the Hub opens a pull
+    request on whatever parent it is given, so a sha from a listing (stale hours into an audit, or naming a
+    stranger's pull request) would make envtag's pull request carry the stranger's files or undo main's later
+    changes."""
     from huggingface_hub import CommitOperationAdd
 
     client = tree.client
+    head = client.head_sha(result.repo_id, result.repo_type, None)
+    if head != tree.sha:
+        raise HubError(f"no pull request: {tree.sha[:12]} is not the head of main on the Hub ({head[:12]}); envtag "
+                       "proposes tags only on top of main", code=NOT_MAIN_HEAD)
     nums = envtag_pull_requests(client, result.repo_id, result.repo_type)
     if not nums:
         commit_card(tree, result, create_pr=True, commit_message=None)
