@@ -173,6 +173,24 @@ def test_tag_and_push_stop_on_a_listing_that_never_ends(small_pages, tmp_path):
     assert writes(small_pages) == [] and len(small_pages.commits("alice/loop")) == 2
 
 
+def test_a_listing_cut_short_never_gets_the_card_rebuilt(small_pages, tmp_path):
+    """A listing whose first page comes without its next link (a proxy that drops the Link header) leaves
+    README.md out: tag, push and audit --discover took the repo for card-less and wrote a card of tags alone
+    over the real one, which parent_commit does not stop (an adversarial review). A card the listing leaves out
+    is looked for with a read: tag refuses, push keeps the card it reads."""
+    own = "---\nlicense: mit\npretty_name: Mine\n---\n# Hand-written documentation\n"
+    small_pages.create_repo("alice/cut", files={**harbor_tasks("A", ["a"]), "README.md": own})
+    small_pages.listing_faults["alice/cut"] = "cut"
+    tree = hub_tree(small_pages, "alice/cut")
+    assert not tree.is_file("README.md")  # the listing is cut before it
+    with pytest.raises(HubError, match=r"leaves out README\.md, which the repo holds: the listing is incomplete"):
+        tag_hub_repo("alice/cut")
+    assert card(small_pages, "alice/cut") == own and writes(small_pages) == []
+    push_to_hub(build(tmp_path / "ts", harbor_tasks("tasks", ["b"])), "alice/cut")
+    pushed = card(small_pages, "alice/cut")
+    assert "pretty_name: Mine" in pushed and pushed.endswith("---\n# Hand-written documentation\n"), pushed
+
+
 def test_a_listing_past_the_entry_cap_is_stopped(small_pages, monkeypatch):
     """Fresh entries on every page, without end, are stopped by the entry cap (lowered here from
     10 million so that the test does not list 10 million entries)."""

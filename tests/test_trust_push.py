@@ -143,6 +143,25 @@ def test_a_plain_push_refuses_lfs_pointer_files(hub, tmp_path):
     assert not hub.repo_exists("alice/t") and not writes(hub)
 
 
+def test_a_card_that_is_an_lfs_pointer_is_never_edited_nor_published(hub, tmp_path):
+    """README.md kept in git LFS and not fetched: a framework's own push (card_operation) published a header and
+    the pointer as the repo's card, and tag wrote tags into the pointer (an adversarial review). Both refuse it,
+    naming the file and the way out."""
+    own = "---\nlicense: mit\n---\n# The real card\n"
+    hub.create_repo("alice/t", files={**harbor_tasks("tasks", ["a"]), "README.md": own})
+    folder = taskset(tmp_path / "ts", **{"README.md": pointer(own.encode())})
+    before = (folder / "README.md").read_bytes()
+    with pytest.raises(envtag.CardError, match=r"README\.md: line 1: a git-LFS pointer, not the card .*git lfs pull"):
+        envtag.card_operation(folder, "alice/t")
+    for command, says in ((["tag", str(folder)], "a git-LFS pointer, not the card"),
+                          (["tag", str(folder), "--check"], "a git-LFS pointer, not the card"),
+                          (["push", str(folder), "--repo-id", "alice/t"], "are git-LFS pointers, not their data")):
+        proc = envtag_cli(hub, tmp_path, *command)
+        assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr, (command, proc.stderr)
+    assert (folder / "README.md").read_bytes() == before and hub.files("alice/t")["README.md"] == own.encode()
+    assert not writes(hub)
+
+
 def lfs_repo(tmp_path: Path, data: bytes, *, with_object: bool) -> tuple[Path, str]:
     """A git repository keeping ``data/train.parquet`` in git LFS (a pointer committed, the object in
     .git/lfs/objects when ``with_object``), as `git lfs` leaves it; git-lfs itself is not needed."""

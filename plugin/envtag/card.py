@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import CardError, FileTooLarge, OutsideFile
 from .model import RL_TAG, Report, bare_tag
+from .oids import lfs_pointer
 from .parsing import YamlRefused, parse_yaml, utf8_error
 from .tree import Tree, check_inside, read_inside
 
@@ -103,7 +104,11 @@ def check_card(path: str | os.PathLike[str]) -> None:
 
 
 def decode_card(data: bytes, path: str | os.PathLike[str] | None) -> str:
-    """Strict UTF-8, no newline translation; CardError with the line and column of a bad byte."""
+    """Strict UTF-8, no newline translation; CardError with the line and column of a bad byte. A git-LFS pointer is
+    refused: tags written into it would replace the repo's card with a pointer and a header."""
+    if lfs_pointer(data) is not None:
+        raise CardError("a git-LFS pointer, not the card (the checkout did not fetch the LFS data: `git lfs pull`, or "
+                        "`lfs: true` in actions/checkout); not edited", line=1, path=path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

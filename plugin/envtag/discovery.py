@@ -32,7 +32,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .card import card_tags, plan_card, read_tree_card
+from .card import card_tags, plan_card
 from .config import Config
 from .engine import detect
 from .errors import EnvtagError, HubError, StateError, UsageError
@@ -43,6 +43,7 @@ from .hub import (
     check_repo_id,
     outside_selection,
     propose,
+    read_hub_card,
     read_token,
     repo_config_tags,
     write_token,
@@ -426,7 +427,7 @@ def _propose_tags(tree: HubTree, report: Report, result: AuditResult, config_tag
     that failed, ``result.error``; returns "stopped" when the scan was stopped meanwhile."""
 
     try:
-        before = read_tree_card(tree, f"hf://{tree.repo_id}/{CARD}")
+        before = read_hub_card(tree)
         fresh = judge(report, card_tags(before) if before else [], repo=result.repo, repo_type=result.repo_type,
                       sha=tree.sha, config_tags=config_tags)
         if not wants_pr(fresh, False):

@@ -189,6 +189,17 @@ def _remote_card(client: Client, repo_id: str, repo_type: str, sha: str) -> str 
     return decode_card(data, f"hf://{repo_id}/{CARD}")
 
 
+def read_hub_card(tree: HubTree) -> str | None:
+    """README.md of a Hub revision, found through its listing. A listing without it is checked with a read: a
+    listing cut short (a proxy that drops the next-page link) must not make envtag write a new card over the
+    repo's own, which no ``parent_commit`` would stop (the head is the commit inspected)."""
+    card = read_tree_card(tree, f"hf://{tree.repo_id}/{CARD}")
+    if card is None and _remote_card(tree.client, tree.repo_id, tree.repo_type, tree.sha) is not None:
+        raise HubError(f"{tree.repo_id}: the listing of {tree.sha[:12]} leaves out {CARD}, which the repo holds: the "
+                       "listing is incomplete; nothing written")
+    return card
+
+
 def push_to_hub(folder: str | os.PathLike, repo_id: str, *, repo_type: str = "dataset",
                 revision: str | None = None, create_pr: bool = False, private: bool = False,
                 commit_message: str | None = None, native_only: bool | None = None, dry_run: bool = False,
@@ -259,7 +270,7 @@ def _push(upload: _UploadSet, repo_id: str, *, repo_type: str, revision: str | N
         failure = judged.base.failures[0]
         raise failure if isinstance(failure, HubError) else HubError(f"{repo_id}: reading: {failure}")
     base = local_card
-    if base is None and sha is not None and CARD in remote:
+    if base is None and sha is not None:  # asked even when the listing has no card: a cut listing must not decide
         base = _remote_card(client, repo_id, repo_type, sha)
     plan = plan_card(base, report, path=CARD, prune=prune)
     operations, changed, unchanged = _operations(upload, remote, plan.after or local_card, removed)
@@ -394,7 +405,7 @@ def inspect_repo(repo_id: str, *, repo_type: str, revision: str | None, prune: b
     if tree.failures:
         failure = tree.failures[0]
         raise failure if isinstance(failure, HubError) else HubError(f"{repo_id}: reading: {failure}")
-    before = read_tree_card(tree, f"hf://{repo_id}/{CARD}")  # the listing already has it: one ranged read
+    before = read_hub_card(tree)  # the listing already has it: one ranged read
     config_tags = {} if repo_config else repo_config_tags(tree)
     planned = report
     if config_tags:  # neither add a tag the repo excludes nor remove one it includes

@@ -15,27 +15,17 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from .errors import TreeError, UploadError
-from .oids import CHUNK, blob_hasher
+from .oids import CHUNK, LFS_POINTER_MAX, blob_hasher, lfs_pointer
 from .render import visible
 from .tree import LocalTree, Tree, open_regular
 
 CARD = "README.md"
-LFS_POINTER_MAX = 1024  # git-lfs's blobSizeCutoff: a file this size or larger is never a pointer
-# git-lfs's own parser (lfs/pointer.go: DecodeFrom, decodeKVData, verifyVersion, parseOid), rule for rule
-_LFS_VERSIONS = frozenset({"http://git-media.io/v/2", "https://hawser.github.com/spec/v1",
-                           "https://git-lfs.github.com/spec/v1"})
-_LFS_MATCHER = re.compile(rb"git-media|hawser|git-lfs")
-_LFS_OID = re.compile(r"[0-9a-f]{64}\Z")
-_LFS_EXT = re.compile(r"ext-\d-\w+")
-_LFS_KEYS = ("version", "oid", "size")
-_GO_SIZE = re.compile(r"[+-]?\d+\Z")  # strconv.ParseInt(value, 10, 64)
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
 
 
@@ -47,47 +37,6 @@ class Staged:
     size: int
     blob_id: str  # git blob sha1 (a regular file on the Hub)
     sha256: str  # an LFS file on the Hub
-
-
-def lfs_pointer(data: bytes) -> tuple[str, int] | None:
-    """(oid, size) when git-lfs would read ``data`` as a pointer file, else None: its blob size cutoff, then its
-    key/value parser (blank lines skipped, CRLF read as LF, ``version``, ``oid``, ``size`` in that order with
-    ``ext-N-name`` lines allowed between, one of its three version aliases, a sha256 oid, a size >= 0)."""
-    if len(data) >= LFS_POINTER_MAX:
-        return None
-    text = data.strip()  # bytes.TrimSpace
-    if not _LFS_MATCHER.search(text):
-        return None
-    values: dict[str, str] = {}
-    extensions: dict[int, str] = {}
-    for raw in text.decode("utf-8", "replace").split("\n"):
-        line = raw[:-1] if raw.endswith("\r") else raw  # bufio.ScanLines drops a CR before the LF
-        if not line:
-            continue
-        key, space, value = line.partition(" ")
-        if not space or len(values) == len(_LFS_KEYS):
-            return None
-        if key != _LFS_KEYS[len(values)]:
-            if not _LFS_EXT.match(key):
-                return None
-            priority = int(key.split("-")[1])
-            if priority in extensions or _oid(value) is None:
-                return None
-            extensions[priority] = value
-            continue
-        values[key] = value
-    if values.get("version") not in _LFS_VERSIONS:
-        return None
-    oid = _oid(values.get("oid", ""))
-    size = values.get("size", "")
-    if oid is None or not _GO_SIZE.match(size) or int(size) < 0 or int(size) >= 2**63:
-        return None
-    return oid, int(size)
-
-
-def _oid(value: str) -> str | None:
-    kind, colon, oid = value.partition(":")
-    return oid if colon and kind == "sha256" and _LFS_OID.match(oid) else None
 
 
 def open_beneath(root: str, rel: str, root_fd: int | None) -> int:

@@ -250,7 +250,7 @@ class ListingRoutes:
         page_size: int,
         fault: str,
     ) -> _Response:
-        """One page of a listing that never ends (see LISTING_FAULTS)."""
+        """One page of a listing that never ends, or ends too soon (see LISTING_FAULTS)."""
         if fault not in LISTING_FAULTS:
             raise ValueError(f"unknown listing fault {fault!r}; one of {sorted(LISTING_FAULTS)}")
         with self._lock:
@@ -260,6 +260,9 @@ class ListingRoutes:
             raise _HTTPError(400, f"The fake hub's {fault!r} listing fault ran out after {LISTING_FAULT_BUDGET} "
                                   "pages: the client never stopped")
         fresh = f"{commit.sha}:0:{served}"
+        if fault == "cut":
+            items = [self._listed_entry(repo, commit, idx, p, False) for p in listing[:page_size]]
+            return _json_response(items, headers=[("X-Repo-Commit", commit.sha)])
         if fault == "empty-next":
             page, next_cursor = [], fresh
         elif fault == "endless":

@@ -57,6 +57,7 @@ LISTING_FAULTS = {
     "cycle": "the last page links back to the second page (the first cursor handed out)",
     "endless": "every page holds the first page's entries and links to a fresh cursor",
     "empty-next": "every page is empty and links to a fresh cursor",
+    "cut": "the first page alone, with no link to the next (a proxy that drops the Link header)",
 }
 
 
