@@ -129,6 +129,46 @@ def test_git_started_for_rev_gets_the_token_in_its_environment(tmp_path):
     assert SECRET_ENV not in log.read_text(), "git received HF_TOKEN in its environment"
 
 
+@pytest.mark.parametrize("entry", ["", "."], ids=["empty", "dot"])
+def test_a_git_file_of_the_folder_never_runs_through_a_relative_path_entry(tmp_path, entry):
+    """Invariants 1 and 3 (an adversarial review). Attack: the taskset holds an executable file named `git`; the
+    job's PATH has an empty entry (`PATH=$EXTRA:$PATH` with EXTRA unset) or a `.`. envtag started `git` by name in
+    the inspected folder, so the folder's `git` ran, and read the token from envtag's own environment
+    (/proc/PPID/environ), which scrubbing git's environment cannot hide. git is now found on absolute entries."""
+    marker = tmp_path / "ran"
+    folder = build(tmp_path / "ts", {**harbor_tasks("tasks", ["a"]), "README.md": CARD,
+                                     "git": f"#!/bin/sh\necho \"$@\" >> {marker}\nexit 1\n"})
+    (folder / "git").chmod(0o755)
+    git(folder, "init", "-q")
+    git(folder, "add", "-A")
+    git(folder, "commit", "-qm", "tasks")
+    env = {**os.environ, "HF_TOKEN": SECRET_ENV, "HF_HUB_OFFLINE": "1", "PATH": entry + os.pathsep + os.environ["PATH"]}
+    for args, code in ((["detect", str(folder)], 0), (["detect", str(folder), "--rev", "HEAD"], 0),
+                       (["tag", "--check", str(folder)], 1)):  # (the card lacks its tags)
+        proc = envtag_cli(args, env=env, cwd=tmp_path)
+        assert proc.returncode == code and b"harbor" in proc.stdout, (args, proc.stderr)
+        assert not marker.exists(), f"{args}: the folder's git ran: {marker.read_text()}"
+
+
+def test_a_transport_the_folders_git_config_allows_again_is_refused_too(tmp_path):
+    """Invariant 1 (an adversarial review). Attack: the folder's own git config sets `protocol.ext.allow=always`,
+    which outranks `-c protocol.allow=never`, and names an `ext::` remote for a partial clone's missing blob.
+    Only GIT_NO_LAZY_FETCH kept git from running the command; a git from before it (emulated: a wrapper that
+    unsets it) ran it. GIT_ALLOW_PROTOCOL outranks the repository's config."""
+    marker = tmp_path / "ran"
+    folder = _hostile_git_folder(tmp_path, tmp_path / "unused")
+    git(folder, "config", "protocol.ext.allow", "always")
+    git(folder, "config", "remote.origin.url", f"ext::sh -c env% >{marker}")
+    old_git = tmp_path / "old-git"
+    real_git = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
+    old_git.write_text(f"#!/bin/sh\nunset GIT_NO_LAZY_FETCH\nexec {real_git} \"$@\"\n")
+    old_git.chmod(0o755)
+    env = {**os.environ, "HF_TOKEN": SECRET_ENV, "HF_HUB_OFFLINE": "1", "GIT_PYTHON_GIT_EXECUTABLE": str(old_git)}
+    proc = envtag_cli(["detect", str(folder), "--rev", "evil"], env=env, cwd=tmp_path)
+    assert not marker.exists(), "git ran the folder's ext:: command"
+    assert b"Traceback" not in proc.stderr
+
+
 # ================================================================================================
 # Invariant 4: only the repos asked for
 # ================================================================================================

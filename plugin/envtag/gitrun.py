@@ -5,8 +5,10 @@ revision) goes through ``command``:
 
 - its environment holds no token (``HF_TOKEN``, the Action's ``INPUT_*``, anything named like a token, secret,
   password, credential or key), no ``GIT_DIR``/``GIT_WORK_TREE`` that would point git elsewhere, and no prompt;
+- git is found on the PATH's absolute entries only (never a ``git`` file of the folder it runs in);
 - the repository's own config cannot make git run a command: ``core.fsmonitor`` off, hooks pointed at nothing,
-  every transport refused (``protocol.allow=never``: a partial clone's missing blob is never fetched, so no
+  every transport refused (``protocol.allow=never``, and ``GIT_ALLOW_PROTOCOL``, which outranks the repository's
+  ``protocol.<name>.allow``: a partial clone's missing blob is never fetched, so no ``ext::`` command,
   ``core.sshCommand``, credential helper or proxy runs) and lazy fetching off (``GIT_NO_LAZY_FETCH``);
 - a bare repository is used only when named (``safe.bareRepository=explicit``), so a folder laid out as one
   inside a work tree (a pull request can plant ``HEAD``, ``config``, ``objects/``) never supplies a config.
@@ -19,6 +21,7 @@ executable, as it did.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -35,7 +38,17 @@ _SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "_KEY")
 
 
 def executable() -> str:
-    return os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git"
+    """git's absolute path: ``GIT_PYTHON_GIT_EXECUTABLE``, else the first ``git`` of the PATH's absolute entries.
+    Never a relative one: git runs in the inspected folder, and an empty PATH entry (``PATH=$EXTRA:$PATH`` with
+    EXTRA unset) would run the folder's own ``git`` file, which could read the token from envtag's environment."""
+    named = os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git"
+    if os.sep in named:
+        return os.path.abspath(named)  # named by its path: from where envtag runs, not the folder git runs in
+    search = [entry for entry in os.environ.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(entry)]
+    found = shutil.which(named, path=os.pathsep.join(search))
+    if found is None:
+        raise FileNotFoundError(f"no {named} command on the PATH's absolute entries")
+    return found
 
 
 def keeps(name: str) -> bool:
@@ -53,7 +66,10 @@ def environment(without: Sequence[str] = ()) -> dict[str, str]:
     index = env.get("GIT_INDEX_FILE")
     if index and not os.path.isabs(index):
         env["GIT_INDEX_FILE"] = os.path.abspath(index)  # git's hooks run at the top of the work tree
-    env.update({"GIT_NO_LAZY_FETCH": "1", "GIT_TERMINAL_PROMPT": "0", "GIT_PROTOCOL_FROM_USER": "0",
+    # GIT_ALLOW_PROTOCOL: only the transports it lists (none is named "none"), whatever protocol.<name>.allow the
+    # repository's config sets (it outranks -c protocol.allow=never); GIT_NO_LAZY_FETCH: no fetch of a missing blob
+    env.update({"GIT_ALLOW_PROTOCOL": "none", "GIT_NO_LAZY_FETCH": "1", "GIT_TERMINAL_PROMPT": "0",
+                "GIT_PROTOCOL_FROM_USER": "0",
                 "LC_ALL": "C", "LANGUAGE": "C"})
     return env
 
