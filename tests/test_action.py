@@ -536,10 +536,18 @@ def test_hub_failure_fails_the_step_without_leaking_the_token(runner, taskset, h
     ({"INPUT_MODE": "tag", "INPUT_REPO_ID": "a/b", "INPUT_REPO_TYPE": "model"}, "repo-type must be one of"),
     ({"INPUT_DRY_RUN": "yes"}, "input dry-run must be true or false"),
     ({"INPUT_PATH": "missing"}, "is not a folder in the workspace"),
+    # the folder, once its links are followed, must be in the workspace (an adversarial review: `pub/outside`
+    # published private-notes.txt from outside it, and check mode annotated files outside it)
+    ({"INPUT_PATH": "pub/outside"}, "input path 'pub/outside' leads out of the workspace"),
+    ({"INPUT_PATH": "pub/outside", "INPUT_MODE": "push", "INPUT_REPO_ID": "a/b"}, "leads out of the workspace"),
+    ({"INPUT_PATH": "../outside"}, "input path '../outside' leads out of the workspace"),
 ])
 def test_bad_inputs_exit_2(tmp_path, inputs, fragment):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("INPUT_", "HF_", "GITHUB_"))}
-    env.update({"GITHUB_WORKSPACE": str(tmp_path), "INPUT_HF_TOKEN": TOKEN, **inputs})
+    build(tmp_path / "outside", {**harbor_tasks("tasks", ["a"]), "private-notes.txt": "not for the Hub\n"})
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "pub").symlink_to(tmp_path)  # a link committed in the repo, ending outside the workspace
+    env.update({"GITHUB_WORKSPACE": str(tmp_path / "ws"), "INPUT_HF_TOKEN": TOKEN, **inputs})
     result = subprocess.run([sys.executable, "-m", "envtag.action"], cwd=tmp_path, env=env,
                             capture_output=True, text=True)
     assert result.returncode == 2, result.stdout + result.stderr

@@ -169,6 +169,16 @@ def workspace() -> str:
     return os.path.realpath(os.environ.get("GITHUB_WORKSPACE") or os.getcwd())
 
 
+def inside_workspace(given: str, folder: str) -> None:
+    """Refuse a folder that is not inside the workspace once its links are followed (``pub/ts`` where ``pub``, a
+    link committed in the repo, ends outside it; ``../x``): the Action reads, annotates and publishes only
+    workspace files."""
+    real, root = os.path.realpath(folder), workspace()
+    if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+        raise UsageError(f"input path {given!r} leads out of the workspace (through a link or '..'); give a folder "
+                         "inside it")
+
+
 def workspace_path(path: str) -> str:
     """A path for an annotation: relative to the workspace, POSIX separators."""
     rel = os.path.relpath(os.path.realpath(path), workspace())
@@ -372,6 +382,7 @@ def main() -> int:
             else:
                 if not os.path.isdir(folder):
                     raise UsageError(f"input path {inputs.path!r} is not a folder in the workspace")
+                inside_workspace(inputs.path, folder)
                 outcome = run_check(inputs, folder) if inputs.mode == "check" else run_push(inputs, folder)
     except CardError as exc:
         annotate("error", str(exc), file=workspace_path(exc.path) if exc.path else None, line=exc.line,
