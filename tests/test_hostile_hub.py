@@ -8,6 +8,7 @@ patched. The CLI runs in-process (``envtag.cli.main``) with HF_ENDPOINT and HF_T
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete
@@ -206,6 +207,35 @@ def test_an_honest_listing_of_many_pages_is_not_stopped(small_pages):
     tree = hub_tree(small_pages, "alice/ok")
     assert detect(tree).tags == TAGS
     assert len(listing_requests(small_pages)) == -(-tree.entries // 2) > 10
+
+
+def test_a_commit_answer_that_quotes_the_token_never_gets_it_printed(srv, monkeypatch, tmp_path, capsys):
+    """A proxy that echoes the request's Authorization header into the commit answer's commitUrl: envtag printed
+    it as it came, token included (an adversarial review). The URLs are built from the endpoint, the commit id
+    and the pull request number now (huggingface_hub itself refuses a pullRequestUrl with more in it)."""
+    answer = srv._api_commit
+
+    def echo(ctx, *args, **kwargs):
+        response = answer(ctx, *args, **kwargs)
+        body = json.loads(response.body)
+        body["commitUrl"] += "?debug=" + (ctx.headers.get("Authorization") or "")
+        response.body = json.dumps(body).encode()
+        response.headers = [(k, str(len(response.body)) if k.lower() == "content-length" else v)
+                            for k, v in response.headers]
+        return response
+
+    monkeypatch.setattr(srv, "_api_commit", echo)
+    plain = "---\nlicense: mit\n---\n"
+    srv.create_repo("alice/ts", files={"README.md": plain})
+    srv.create_repo("alice/pr", files={**harbor_tasks("tasks", ["a"]), "README.md": plain})
+    commands = (["push", str(build(tmp_path / "ts", harbor_tasks("tasks", ["a"]))), "--repo-id", "alice/ts"],
+                ["tag", "hf://datasets/alice/pr", "--json"])
+    for command in commands:
+        assert cli.main(command) == 0
+        out, err = capsys.readouterr()
+        assert TOKEN not in out + err and "debug=" not in out + err, out + err
+        assert f"{srv.url}/datasets/alice/" in out
+    assert TOKEN not in repr(push_to_hub(build(tmp_path / "t2", harbor_tasks("tasks", ["b"])), "alice/ts"))
 
 
 # -- 3. "did my commit land?" after a 502 --------------------------------------------------------------

@@ -21,7 +21,7 @@ from .engine import detect, file_paths, load_config, open_source
 from .errors import UploadError
 from .hubclient import Client, HubError
 from .hubtree import HubTree
-from .model import Report, bare_tag
+from .model import Report, bare_tag, is_commit_sha
 from .oids import blob_id
 from .sources import URL_PREFIX, is_hub_address, parse_hub_url
 from .tree import OverlayTree, Tree, TreeError, parent, with_ancestors
@@ -284,8 +284,7 @@ def _push(upload: _UploadSet, repo_id: str, *, repo_type: str, revision: str | N
     info = client.commit(
         repo_id, "committing", operations=operations, repo_type=repo_type, revision=revision,
         commit_message=commit_message or DEFAULT_MESSAGE, create_pr=create_pr, parent_commit=sha)
-    result.commit_url = info.commit_url
-    result.pr_url = info.pr_url
+    result.commit_url, result.pr_url = commit_urls(client, repo_id, repo_type, info)
     return result
 
 
@@ -441,7 +440,7 @@ def commit_card(tree: HubTree, result: TagResult, *, create_pr: bool, commit_mes
         operations=[CommitOperationAdd(path_in_repo=CARD, path_or_fileobj=result.plan.after.encode("utf-8"))],
         repo_type=result.repo_type, revision=tree.requested_revision, create_pr=create_pr,
         parent_commit=tree.sha, commit_message=commit_message or TAG_MESSAGE, commit_description=description)
-    result.commit_url, result.pr_url = info.commit_url, info.pr_url
+    result.commit_url, result.pr_url = commit_urls(tree.client, result.repo_id, result.repo_type, info)
     if create_pr and info.pr_num is not None:
         result.pr_url = _keep_one_pr(tree.client, result.repo_id, result.repo_type, info.pr_num)
 
@@ -452,6 +451,16 @@ def envtag_pull_requests(client: Client, repo_id: str, repo_type: str = "dataset
     me = client.whoami()
     nums = sorted(item["num"] for item in client.open_pull_requests(repo_id, repo_type, me))
     return [num for num in nums if PR_MARKER in client.pull_request_description(repo_id, repo_type, num)]
+
+
+def commit_urls(client: Client, repo_id: str, repo_type: str, info: Any) -> tuple[str, str | None]:
+    """(the commit's web address, its pull request's or None), built from the endpoint, the commit id and the pull
+    request number, never taken from the Hub's answer: a proxy that echoes the request's headers into those URLs
+    would have envtag print the token. A commit id that is no sha gives the repo's history instead."""
+    oid, num = getattr(info, "oid", None), getattr(info, "pr_num", None)
+    base = f"{client.endpoint}/{URL_PREFIX.get(repo_type, '')}{repo_id}"
+    commit = f"{base}/commit/{oid}" if is_commit_sha(oid) else f"{base}/commits"
+    return commit, (pr_url(client, repo_id, repo_type, num) if isinstance(num, int) else None)
 
 
 def pr_url(client: Client, repo_id: str, repo_type: str, num: int) -> str:
