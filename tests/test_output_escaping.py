@@ -253,8 +253,9 @@ def test_the_action_push_with_a_hub_error(runner, hub):
     assert "Repository locked" in error.message and "\n" not in error.message
 
 
-def test_a_commit_url_off_the_endpoint_is_text_and_no_output(runner, monkeypatch):
-    """The Hub decides neither where the summary links nor what a later step gets as commit-url."""
+def test_a_commit_url_off_the_endpoint_is_never_used(runner, monkeypatch):
+    """The Hub decides neither where the summary links nor what a later step gets as commit-url: the address is
+    built from the endpoint and the commit's id, whatever commitUrl the answer holds."""
     from hubserver import HubServer
 
     class OffEndpoint(HubServer):
@@ -273,8 +274,7 @@ def test_a_commit_url_off_the_endpoint_is_text_and_no_output(runner, monkeypatch
                          {"HF_ENDPOINT": hub.url})
         assert run.outcome == "success", run.log
         assert hub.files("alice/tasks")["tasks/a/task.toml"]
-    assert run.outputs["commit-url"] == ""
-    (warning,) = [a for a in run.annotations if a.kind == "warning"]
-    assert "outside" in warning.message
-    assert_text_only_markdown(run.summary)
-    assert "javascript" in run.summary and "<http" not in run.summary
+        head, url = hub.head("alice/tasks"), hub.url
+    assert run.outputs["commit-url"] == f"{url}/datasets/alice/tasks/commit/{head}"
+    assert not [a for a in run.annotations if a.kind == "warning"]
+    assert "javascript" not in run.log + run.summary and f"<{run.outputs['commit-url']}>" in run.summary

@@ -8,6 +8,7 @@ client against tests/hubserver.py."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -18,7 +19,7 @@ import pytest
 import envtag
 from envtag.tree import LocalTree
 from envtag.upload import UploadError, lfs_pointer, stage
-from fixture_repos import build, harbor_tasks
+from fixture_repos import build, harbor_tasks, jsonl, nemo_row
 from hubserver import hub_env
 from test_hub import TOKEN, isolate_hf, start_server, writes
 
@@ -160,6 +161,34 @@ def test_a_card_that_is_an_lfs_pointer_is_never_edited_nor_published(hub, tmp_pa
         assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr, (command, proc.stderr)
     assert (folder / "README.md").read_bytes() == before and hub.files("alice/t")["README.md"] == own.encode()
     assert not writes(hub)
+
+
+def test_files_that_are_lfs_pointers_are_not_judged_and_prune_keeps_their_tags(tmp_path):
+    """A checkout without `git lfs pull` (actions/checkout's default): the data files are pointers. envtag judged
+    the pointers as the data, found nothing, called the card's correct tags stale and `tag --prune` removed them
+    (an adversarial review). A pointer is now a file that could not be judged: its layout's tags are kept."""
+    rows = jsonl([nemo_row(), nemo_row("Hi")]).encode()
+    toml = harbor_tasks("tasks", ["a"])["tasks/a/task.toml"].encode()
+    tags = "---\nlicense: mit\ntags:\n- rl-environment\n- harbor\n- openenv\n- nemo-gym\n- verifiers\n---\n# t\n"
+    folder = build(tmp_path / "ts", {**harbor_tasks("tasks", ["a"]), "README.md": tags,
+                                     ".gitattributes": "*.jsonl filter=lfs diff=lfs merge=lfs -text\n"
+                                                       "task.toml filter=lfs diff=lfs merge=lfs -text\n"})
+    (folder / "train.jsonl").write_bytes(pointer(rows))
+    (folder / "tasks/a/task.toml").write_bytes(pointer(toml))
+    git(folder, "init", "-q", "-b", "main")
+    git(folder, "add", "-A")
+    git(folder, "commit", "-q", "-m", "pointers, as a checkout without git lfs pull leaves them")
+    for rev in ([], ["--rev", "HEAD"]):
+        report = json.loads(subprocess.run([sys.executable, "-m", "envtag", "detect", str(folder), "--json", *rev],
+                                           capture_output=True, text=True, check=True).stdout)
+        pointers = {p["path"] for p in report["problems"] if "a git-LFS pointer, not the file's data" in p["message"]}
+        assert pointers == {"train.jsonl", "tasks/a/task.toml"}, report["problems"]
+        assert sorted(report["undecided"]) == ["harbor", "nemo-gym", "openenv", "verifiers"], report["undecided"]
+        check = subprocess.run([sys.executable, "-m", "envtag", "tag", "--check", str(folder), *rev],
+                               capture_output=True, text=True)
+        assert "--prune` removes them" not in check.stdout and "stale tag nemo-gym kept" in check.stdout, check.stdout
+    subprocess.run([sys.executable, "-m", "envtag", "tag", "--prune", str(folder)], capture_output=True, check=True)
+    assert (folder / "README.md").read_text() == tags
 
 
 def lfs_repo(tmp_path: Path, data: bytes, *, with_object: bool) -> tuple[Path, str]:

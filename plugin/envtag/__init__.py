@@ -10,7 +10,8 @@ huggingface_hub.
 - The plugin SDK: ``hookimpl``; ``Layout``, ``Framework``, ``Reader``, ``Refusal``, ``Detection``, ``Task``,
   ``Problem``; the ``Tree`` a detector reads (``MemoryTree`` for tests) and its path helpers ``join``,
   ``parent``, ``basename``; parse helpers that turn any failure into a ``ParseFailure`` carrying the
-  ``Problem`` to report (``read_text``, ``load_toml``, ``load_yaml``, ``load_json``, ``short_repr``);
+  ``Problem`` to report (``read_text``, ``load_toml``, ``load_yaml``, ``load_json``, ``short_repr``), and
+  ``lfs_pointer_problem`` for a file that is a git-LFS pointer, not its data;
   ``split_map`` for per-task work on every core; ``hub_repo`` and ``hub_web_url`` for load commands;
   ``ModelRules`` (with ``load_snapshot``, ``FieldError``, ``RulesError``) to validate with a framework's own
   pydantic models from a snapshot of them, without importing the framework.
@@ -36,7 +37,8 @@ _LAZY = {
     **dict.fromkeys(("Detection", "Framework", "Layout", "Problem", "Reader", "Refusal", "Report", "Task",
                      "RL_TAG"), "model"),
     **dict.fromkeys(("Tree", "MemoryTree", "MAX_READ", "join", "parent", "basename"), "tree"),
-    **dict.fromkeys(("read_text", "load_toml", "load_yaml", "load_json", "short_repr"), "parsing"),
+    **dict.fromkeys(("read_text", "load_toml", "load_yaml", "load_json", "short_repr", "lfs_pointer_problem"),
+                    "parsing"),
     **dict.fromkeys(("hub_repo", "hub_web_url"), "sources"),
     "split_map": "parallel",
     "audit": "auditing",
@@ -78,6 +80,7 @@ __all__ = [
     "hub_repo",
     "hub_web_url",
     "join",
+    "lfs_pointer_problem",
     "load_json",
     "load_snapshot",
     "load_toml",
@@ -112,7 +115,7 @@ if TYPE_CHECKING:
     from .model import RL_TAG, Detection, Framework, Layout, Problem, Reader, Refusal, Report, Task
     from .modelrules import FieldError, ModelRules, load_snapshot
     from .parallel import split_map
-    from .parsing import load_json, load_toml, load_yaml, read_text, short_repr
+    from .parsing import lfs_pointer_problem, load_json, load_toml, load_yaml, read_text, short_repr
     from .sources import hub_repo, hub_web_url
     from .tree import MAX_READ, MemoryTree, Tree, basename, join, parent
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import CardError, FileTooLarge, OutsideFile
 from .model import RL_TAG, Report, bare_tag
-from .oids import lfs_pointer
+from .oids import LFS_FETCH_HINT, lfs_pointer
 from .parsing import YamlRefused, parse_yaml, utf8_error
 from .tree import Tree, check_inside, read_inside
 
@@ -107,8 +107,7 @@ def decode_card(data: bytes, path: str | os.PathLike[str] | None) -> str:
     """Strict UTF-8, no newline translation; CardError with the line and column of a bad byte. A git-LFS pointer is
     refused: tags written into it would replace the repo's card with a pointer and a header."""
     if lfs_pointer(data) is not None:
-        raise CardError("a git-LFS pointer, not the card (the checkout did not fetch the LFS data: `git lfs pull`, or "
-                        "`lfs: true` in actions/checkout); not edited", line=1, path=path)
+        raise CardError(f"a git-LFS pointer, not the card ({LFS_FETCH_HINT}); not edited", line=1, path=path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -776,7 +775,7 @@ class CardPlan:
     stale: list[str] = field(default_factory=list)
     path: str = "README.md"
     prune: bool = False  # whether the edit removes the stale tags (else they are only reported)
-    held: dict[str, str] = field(default_factory=dict)  # stale tags --prune keeps: verdict incomplete (why)
+    held: dict[str, str] = field(default_factory=dict)  # stale tags --prune keeps (would keep): verdict incomplete
 
     @property
     def removed(self) -> list[str]:
@@ -821,12 +820,17 @@ def plan_card(before: str | None, report: Report, *, prune: bool = False, path: 
         return CardPlan(before=None, after=new_card(tags), missing=list(tags), path=path)
     if not tags and not prune:  # nothing detected: the framework tags it claims are stale, kept unless --prune
         _, stale = card_changes(before, [], prune=True, known=report.known_tags, path=path)
-        return CardPlan(before=before, after=before, stale=stale, path=path)
+        return CardPlan(before=before, after=before, stale=stale, path=path, held=_held(stale, known, report))
     missing, stale = card_changes(before, tags, prune=True, known=every, path=path)
     after = apply_tags(before, tags, prune=prune, known=known, path=path)
-    held = {tag: report.undecided.get(bare_tag(tag), "the verdict is incomplete")
-            for tag in stale if bare_tag(tag) not in known} if prune else {}
-    return CardPlan(before=before, after=after, missing=missing, stale=stale, path=path, prune=prune, held=held)
+    return CardPlan(before=before, after=after, missing=missing, stale=stale, path=path, prune=prune,
+                    held=_held(stale, known, report))
+
+
+def _held(stale: list[str], known: list[str], report: Report) -> dict[str, str]:
+    """The stale tags --prune keeps, each with why: their verdict is incomplete (a file could not be judged)."""
+    return {tag: report.undecided.get(bare_tag(tag), "the verdict is incomplete")
+            for tag in stale if bare_tag(tag) not in known}
 
 
 def read_tree_card(tree: Tree, label: str) -> str | None:

@@ -10,6 +10,7 @@ import re
 from typing import Any, BinaryIO
 
 CHUNK = 1024 * 1024
+LFS_FETCH_HINT = "the checkout did not fetch the LFS data: `git lfs pull`, or `lfs: true` in actions/checkout"
 LFS_POINTER_MAX = 1024  # git-lfs's blobSizeCutoff: a file this size or larger is never a pointer
 # git-lfs's own parser (lfs/pointer.go: DecodeFrom, decodeKVData, verifyVersion, parseOid), rule for rule
 _LFS_VERSIONS = frozenset({"http://git-media.io/v/2", "https://hawser.github.com/spec/v1",
@@ -50,7 +51,7 @@ def lfs_pointer(data: bytes) -> tuple[str, int] | None:
     """(oid, size) when git-lfs would read ``data`` as a pointer file, else None: its blob size cutoff, then its
     key/value parser (blank lines skipped, CRLF read as LF, ``version``, ``oid``, ``size`` in that order with
     ``ext-N-name`` lines allowed between, one of its three version aliases, a sha256 oid, a size >= 0)."""
-    if len(data) >= LFS_POINTER_MAX:
+    if len(data) >= LFS_POINTER_MAX or (b"git-" not in data and b"hawser" not in data):  # (every version has one)
         return None
     text = data.strip()  # bytes.TrimSpace
     if not _LFS_MATCHER.search(text):

@@ -15,6 +15,7 @@ from typing import Any
 
 from .errors import ParseFailure
 from .model import Problem
+from .oids import LFS_FETCH_HINT, LFS_POINTER_MAX, lfs_pointer
 from .tree import MAX_READ, FileTooLarge, Tree
 
 try:  # a compiled parser, 15x faster than tomllib on task.toml files; tomllib decides on errors
@@ -61,12 +62,30 @@ def read_text(tree: Tree, path: str, layout: str | None = None, cap: int = MAX_R
                                    layout=layout), limit=True) from None
     except OSError as exc:
         raise ParseFailure(Problem(path, f"cannot read: {exc.strerror or exc}", layout=layout), limit=True) from None
+    if len(data) < LFS_POINTER_MAX and lfs_pointer(data) is not None:
+        raise ParseFailure(Problem(path, LFS_NOT_FETCHED, layout=layout, undecided=True))
     try:
         text = data.decode("utf-8")  # the C codec; "utf-8-sig" goes through a Python-level decoder
         return text[1:] if text.startswith("\ufeff") and not keep_bom else text
     except UnicodeDecodeError as exc:
         line, why = utf8_error(data, exc)
         raise ParseFailure(Problem(path, why, line=line, layout=layout)) from None
+
+
+LFS_NOT_FETCHED = f"a git-LFS pointer, not the file's data ({LFS_FETCH_HINT}); not judged"
+
+
+def lfs_pointer_problem(tree: Tree, path: str, layout: str | None = None) -> Problem | None:
+    """An undecided Problem when the file is a git-LFS pointer (a checkout that did not fetch the LFS data), else
+    None: what a detector says of a file it could not take for its layout, so that ``--prune`` keeps the tags the
+    data would decide. ``read_text`` (and the loaders built on it) says it by itself."""
+    try:
+        if tree.size(path) >= LFS_POINTER_MAX:
+            return None
+        head = tree.read_head(path, LFS_POINTER_MAX)
+    except OSError:
+        return None
+    return Problem(path, LFS_NOT_FETCHED, layout=layout, undecided=True) if lfs_pointer(head) else None
 
 
 def utf8_error(data: bytes, exc: UnicodeDecodeError) -> tuple[int, str]:

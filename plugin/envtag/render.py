@@ -254,10 +254,11 @@ def fix_command(source: str, *, prune: bool, native_only: bool | None) -> str:
 def say_stale(where: str, plan, *, prune: bool, fix: str) -> None:
     """The framework tags the card claims that are no longer detected: removed only with --prune, and kept
     then too when their verdict is incomplete."""
-    if plan.stale and not prune:
-        say(f"{where}: stale tags {', '.join(plan.stale)} (no longer detected); `{fix} --prune` removes them")
+    removable = [tag for tag in plan.stale if tag not in plan.held]
+    if removable and not prune:
+        say(f"{where}: stale tags {', '.join(removable)} (no longer detected); `{fix} --prune` removes them")
     for tag, why in plan.held.items():
-        say(f"{where}: stale tag {tag} kept although --prune: {why}")
+        say(f"{where}: stale tag {tag} kept{' although --prune' if prune else ''}: {why}")
 
 
 def say_card_outcome(card, report, plan, *, check, dry_run, wrote, prune, fix, exit_code=False) -> None:

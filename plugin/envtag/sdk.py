@@ -13,7 +13,7 @@ from .hookspecs import hookimpl
 from .model import RL_TAG, Detection, Framework, Layout, Problem, Reader, Refusal, Task
 from .modelrules import FieldError, ModelRules, load_snapshot
 from .parallel import split_map
-from .parsing import load_json, load_toml, load_yaml, read_text, short_repr
+from .parsing import lfs_pointer_problem, load_json, load_toml, load_yaml, read_text, short_repr
 from .sources import hub_repo, hub_web_url
 from .tree import MAX_READ, MemoryTree, Tree, basename, join, parent
 
@@ -41,6 +41,7 @@ __all__ = [
     "hub_repo",
     "hub_web_url",
     "join",
+    "lfs_pointer_problem",
     "load_json",
     "load_snapshot",
     "load_toml",

@@ -17,6 +17,7 @@ from envtag.sdk import (
     Tree,
     hookimpl,
     hub_repo,
+    lfs_pointer_problem,
     load_yaml,
     parent,
 )
@@ -280,6 +281,10 @@ def detect(tree: Tree) -> Detection:
             found.problems.append(Problem(path, f"cannot read: {exc}", layout=LAYOUT, undecided=True))
             continue
         if check.nemo_rows == 0:
+            pointer = lfs_pointer_problem(tree, path, LAYOUT) if check.first_bad is not None else None
+            if pointer is not None:  # the data was never fetched: what it holds is unknown
+                found.problems.append(pointer)
+                continue
             if check.undecided:  # a row too long to judge: it could be a NeMo Gym row
                 line, why = check.first_bad
                 found.problems.append(Problem(path, f"line {line} is {why}: not judged", line=line, layout=LAYOUT,
