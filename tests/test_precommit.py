@@ -57,8 +57,8 @@ def new_repo(path: Path, files: dict) -> Path:
 def test_hook_definitions():
     by_id = {hook["id"]: hook for hook in HOOKS}
     assert set(by_id) == {"envtag", "envtag-check"}
-    assert by_id["envtag"]["entry"] == "envtag tag --exit-code"
-    assert by_id["envtag-check"]["entry"] == "envtag tag --check"
+    assert by_id["envtag"]["entry"] == "envtag tag --staged --exit-code"
+    assert by_id["envtag-check"]["entry"] == "envtag tag --staged --check"
     for hook in HOOKS:
         assert hook["language"] == "python"
         assert hook["pass_filenames"] is False and hook["require_serial"] is True
@@ -190,6 +190,39 @@ def test_hooks_see_only_what_is_staged(tmp_path, pre_commit_run):
     result = pre_commit_run(repo, "envtag")
     assert result.returncode == 0, result.stdout + result.stderr
     assert (repo / "README.md").read_text(encoding="utf-8") == CARD  # the unstaged edit is restored
+
+
+def test_hooks_never_judge_untracked_files(tmp_path, pre_commit_run):
+    """pre-commit stashes unstaged edits, not untracked files: the hooks judged the work tree, so an untracked
+    taskset made envtag-check demand tags for files the commit does not hold, and the envtag hook wrote them into
+    the card being committed (an adversarial review). They detect on the staged tree (--staged)."""
+    repo = new_repo(tmp_path / "repo", {"README.md": CARD, "notes.txt": "x\n"})
+    build(repo, harbor_tasks("tasks", ["a"]))  # untracked: not part of the commit
+    for hook in ("envtag-check", "envtag"):
+        result = pre_commit_run(repo, hook)
+        assert result.returncode == 0, hook + result.stdout + result.stderr
+    assert (repo / "README.md").read_text(encoding="utf-8") == CARD
+    git(repo, "add", "tasks")  # staged: now the commit holds a taskset, and the card must say so
+    assert pre_commit_run(repo, "envtag-check").returncode == 1
+    assert pre_commit_run(repo, "envtag").returncode == 1 and (repo / "README.md").read_text() == TAGGED
+
+
+def test_tag_staged_writes_the_card_only_while_it_matches_the_staged_one(tmp_path):
+    """--staged outside pre-commit (no stash): a card edited but not staged is not overwritten from the staged
+    one; the edit is kept and the command says why."""
+    repo = new_repo(tmp_path / "repo", {**harbor_tasks("tasks", ["a"]), "README.md": CARD})
+    (repo / "README.md").write_text(CARD + "An unstaged paragraph.\n", encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "envtag", "tag", "--staged", str(repo)], capture_output=True,
+                            text=True, env=git_env())
+    assert result.returncode == 2 and "README.md" in result.stderr, result.stdout + result.stderr
+    assert (repo / "README.md").read_text(encoding="utf-8") == CARD + "An unstaged paragraph.\n"
+    git(repo, "add", "README.md")
+    result = subprocess.run([sys.executable, "-m", "envtag", "tag", "--staged", str(repo)], capture_output=True,
+                            text=True, env=git_env())
+    assert result.returncode == 0 and "harbor" in (repo / "README.md").read_text(), result.stdout + result.stderr
+    outside = subprocess.run([sys.executable, "-m", "envtag", "tag", "--staged", str(tmp_path)],
+                             capture_output=True, text=True, env=git_env())
+    assert outside.returncode == 2 and "cannot record what is staged" in outside.stderr, outside.stderr
 
 
 # -- hooks/pre-commit: the plain git hook -----------------------------------------------------------------

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from . import process
-from .card import write_plan
+from .card import read_card, write_plan
 from .engine import detect
 from .errors import (
     EXIT_BAD_INPUT,
@@ -17,6 +17,7 @@ from .errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_OUT_OF_DATE,
+    CardError,
     HubError,
     StateError,
     UsageError,
@@ -40,7 +41,7 @@ from .render import (
     visible,
 )
 from .sources import is_hub_address
-from .tagging import plan_folder
+from .tagging import plan_folder, staged_tree
 from .version import __version__
 
 
@@ -75,6 +76,9 @@ def _add_tag(sub, native: argparse.ArgumentParser) -> None:
     tag = sub.add_parser("tag", parents=[native], help="write the detected tags into the dataset card (README.md)")
     tag.add_argument("source", nargs="?", help="a folder (default .) or an hf:// repo")
     tag.add_argument("--rev", help="detect at this git revision, not the files on disk (with --check or --dry-run)")
+    tag.add_argument("--staged", action="store_true",
+                     help="detect on what git has staged (the next commit), not the files on disk; writes the card "
+                          "on disk only while it matches the staged one (the pre-commit hooks use it)")
     tag.add_argument("--check", action="store_true", help="write nothing; exit 1 when the card is out of date")
     tag.add_argument("--prune", action="store_true", help="also remove framework tags no longer detected")
     tag.add_argument("--create-pr", action="store_true", help="hf:// sources: open a pull request")
@@ -240,20 +244,29 @@ def cmd_tag(args: argparse.Namespace) -> int:
         raise UsageError("--create-pr is for hf:// sources")
     if args.rev and not (args.check or args.dry_run):
         raise UsageError("--rev inspects a committed revision; use it with --check or --dry-run")
+    rev = args.rev
+    if args.staged:
+        if rev:
+            raise UsageError("give either --staged or --rev: they name two different trees")
+        rev = staged_tree(source)
     code = tag_local(source, check=args.check, prune=args.prune, native_only=args.native_only,
-                     rev=args.rev, dry_run=args.dry_run, as_json=args.json, exit_code=args.exit_code,
-                     strict=args.strict)
+                     rev=rev, dry_run=args.dry_run, as_json=args.json, exit_code=args.exit_code,
+                     strict=args.strict, staged=args.staged)
     return code
 
 
 def tag_local(folder: str, *, check: bool, prune: bool, native_only: bool | None, rev: str | None,
-              dry_run: bool, as_json: bool, exit_code: bool = False, strict: bool = False) -> int:
+              dry_run: bool, as_json: bool, exit_code: bool = False, strict: bool = False,
+              staged: bool = False) -> int:
 
     report, plan = plan_folder(folder, native_only=native_only, prune=prune, rev=rev)
     card = os.path.normpath(plan.path)  # as the user named the folder
     out_of_date = plan.changed
     wrote = False
     if out_of_date and not (check or dry_run):
+        if staged and read_card(plan.path) != plan.before:  # the edit was planned on the staged card
+            raise CardError("differs from the staged README.md (edited and not staged, or not staged at all): "
+                            "`git add` it first, or run envtag tag without --staged; not written", path=card)
         wrote = write_plan(plan)
     if as_json:
         print_json({**report.to_json(), "card": card, "missing": plan.missing, "stale": plan.stale,

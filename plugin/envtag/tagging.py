@@ -1,11 +1,14 @@
-"""``envtag tag FOLDER``: open the folder (or a git revision of it), judge it, and plan the edit of its card."""
+"""``envtag tag FOLDER``: open the folder (or a git revision of it, or what git has staged), judge it, and plan the
+edit of its card."""
 
 from __future__ import annotations
 
 import os
 
+from . import gitrun
 from .card import CardPlan, check_card, plan_card, read_tree_card
 from .engine import judge, open_source
+from .errors import TreeError
 from .model import Report
 
 
@@ -21,3 +24,17 @@ def plan_folder(folder: str | os.PathLike, *, native_only: bool | None = None, p
         before = read_tree_card(tree, card_path)  # read once, as a file of the set (not one git ignores...)
         report = judge(tree, config, native_only=native_only)
     return report, plan_card(before, report, prune=prune, path=card_path)
+
+
+def staged_tree(folder: str | os.PathLike) -> str:
+    """The id of the tree git would commit now (the index, as ``git write-tree`` records it, also the temporary
+    index of ``git commit -a``): what ``tag --staged`` detects on. Untracked files and unstaged edits are not in it."""
+    text = os.fspath(folder)
+    if not os.path.isdir(text):
+        raise TreeError(f"{text}: not a folder" if os.path.exists(text) else f"{text}: no such folder")
+    status, out, err = gitrun.run(["write-tree"], cwd=text)
+    if status != 0:
+        why = " ".join(err.split()) or f"git exited with {status}"
+        raise TreeError(f"{text}: git cannot record what is staged as a tree (not a git work tree, or a merge with "
+                        f"conflicts left): {why}")
+    return out.strip()
