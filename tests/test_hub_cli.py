@@ -133,6 +133,24 @@ def test_tag_check_then_tag_then_check(envtag, srv):
     assert writes(srv) == [] and len(srv.commits("alice/ts")) == 3
 
 
+def test_tag_create_pr_again_updates_envtags_pull_request(envtag, srv):
+    """A second `tag hf://... --create-pr` after the repo changed opened a new, right pull request, then closed it
+    as a duplicate of envtag's older one, which still proposed the old tags, and reported that one (an adversarial
+    review). envtag's open pull request is updated instead, as audit does."""
+    srv.create_repo("alice/ts", files={"train.jsonl": jsonl([nemo_row(), nemo_row("Hi")]), "README.md": CARD})
+    code, out, _ = envtag("tag", "hf://datasets/alice/ts", "--create-pr")
+    assert code == 0 and "opened a pull request" in out and out.rstrip().endswith("/discussions/1"), out
+    srv.commit("alice/ts", {**harbor_tasks("tasks", ["a"])})  # what loads the repo changed: harbor, openenv too
+    code, out, _ = envtag("tag", "hf://datasets/alice/ts", "--create-pr")
+    assert code == 0 and "updated envtag's pull request" in out and out.rstrip().endswith("/discussions/1"), out
+    (pr,) = srv.pull_requests("alice/ts")
+    assert pr.status == "open"
+    proposed = srv.files("alice/ts", revision=pr.ref)["README.md"].decode()
+    assert {"harbor", "nemo-gym", "openenv", "verifiers"} <= set(card_tags(proposed)), proposed
+    code, out, _ = envtag("tag", "hf://datasets/alice/ts", "--create-pr")
+    assert code == 0 and "already proposes this" in out and len(srv.pull_requests("alice/ts")) == 1, out
+
+
 def test_tag_space_and_detect_json(envtag, srv):
     srv.create_repo("alice/echo", "space", files=openenv_env(""), sdk="docker")
     code, out, _ = envtag("detect", "hf://spaces/alice/echo", "--json")

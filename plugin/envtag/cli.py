@@ -357,7 +357,9 @@ def tag_hub_command(source: str, *, check: bool, prune: bool, create_pr: bool, n
         if dry_run:
             say(plan.diff())
     elif result.pr_url:
-        say(f"{where}: opened a pull request: {visible(result.pr_url)}")
+        done = {"updated": "updated envtag's pull request", "already open": "envtag's pull request already proposes "
+                "this"}.get(result.pr_action or "", "opened a pull request")
+        say(f"{where}: {done}: {visible(result.pr_url)}")
     else:
         say(f"{where}: committed: {visible(str(result.commit_url))}")
     say_stale(where, plan, prune=prune, fix=fix)

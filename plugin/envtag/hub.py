@@ -80,6 +80,7 @@ class TagResult:
     # with the repo's own [tool.envtag] not obeyed (envtag audit): tag -> the key naming it (include-tags or
     # exclude-tags); the plan neither adds nor removes such a tag
     config_tags: dict[str, str] = field(default_factory=dict)
+    pr_action: str | None = None  # with create_pr: "opened", "updated" or "already open" (envtag's own PR reused)
 
     @property
     def changed(self) -> bool:
@@ -384,7 +385,11 @@ def tag_hub_repo(repo_id: str, *, repo_type: str = "dataset", revision: str | No
                             native_only=native_only, token=token, endpoint=endpoint)
     result.dry_run = dry_run
     if not dry_run and result.changed:
-        commit_card(tree, result, create_pr=create_pr, commit_message=commit_message)
+        if create_pr and tree.requested_revision in (None, "main"):  # envtag's open PR is updated, never doubled
+            result.pr_url, result.pr_action = propose(tree, result, commit_message)
+        else:
+            commit_card(tree, result, create_pr=create_pr, commit_message=commit_message)
+            result.pr_action = "opened" if result.pr_url else None
     return result
 
 
@@ -478,7 +483,7 @@ def find_tag_pr(client: Client, repo_id: str, repo_type: str = "dataset") -> str
 NOT_MAIN_HEAD = "not-main-head"  # HubError.code: the inspected commit is no longer (or never was) main's head
 
 
-def propose(tree: HubTree, result: TagResult) -> tuple[str, str]:
+def propose(tree: HubTree, result: TagResult, commit_message: str | None = None) -> tuple[str, str]:
     """Propose ``result``'s card as envtag's pull request: (its URL, what was done: ``opened``, ``updated`` or
     ``already open``). envtag's open pull request is reused: when its card is not the one proposed now (the repo
     changed since, or what loads it did), the new card is committed to it (on top of its head, which must not
@@ -497,7 +502,7 @@ def propose(tree: HubTree, result: TagResult) -> tuple[str, str]:
                        "proposes tags only on top of main", code=NOT_MAIN_HEAD)
     nums = envtag_pull_requests(client, result.repo_id, result.repo_type)
     if not nums:
-        commit_card(tree, result, create_pr=True, commit_message=None)
+        commit_card(tree, result, create_pr=True, commit_message=commit_message)
         return result.pr_url or "", "opened"
     num = nums[0]
     head = client.head_sha(result.repo_id, result.repo_type, f"refs/pr/{num}")
@@ -507,7 +512,7 @@ def propose(tree: HubTree, result: TagResult) -> tuple[str, str]:
     client.commit(result.repo_id, "updating the pull request",
                   operations=[CommitOperationAdd(path_in_repo=CARD, path_or_fileobj=result.plan.after.encode("utf-8"))],
                   repo_type=result.repo_type, revision=f"refs/pr/{num}", parent_commit=head,
-                  commit_message=f"{TAG_MESSAGE}: {result.plan.summary()}")
+                  commit_message=commit_message or f"{TAG_MESSAGE}: {result.plan.summary()}")
     return pr_url(client, result.repo_id, result.repo_type, num), "updated"
 
 
