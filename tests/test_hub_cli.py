@@ -103,6 +103,16 @@ def test_push_create_pr_revision_and_space(envtag, srv, tmp_path):
     assert card_tags(card(srv, "alice/echo", "space")) == ["rl-environment", "openenv"]
 
 
+def test_push_to_a_branch_of_a_repo_that_does_not_exist_creates_nothing(envtag, srv, tmp_path):
+    """The repo was created, then the push failed on the missing branch (an adversarial review); a dry run did not
+    say so. Both refuse before anything is made."""
+    for dry in ([], ["--dry-run"]):
+        code, out, err = envtag("push", str(taskset(tmp_path / "ts")), "--repo-id", "alice/new", "--revision", "dev",
+                                *dry)
+        assert code == 2 and "does not exist, so it has no revision 'dev'" in err and "nothing was created" in err, err
+        assert not srv.repo_exists("alice/new") and writes(srv) == []
+
+
 def test_push_into_an_org_the_token_cannot_write_is_exit_2(envtag, srv, tmp_path):
     code, out, err = envtag("push", str(taskset(tmp_path / "ts")), "--repo-id", "org/ts", token=READ_TOKEN)
     assert code == 2 and err.startswith("envtag: error: org/ts: creating the repo: permission denied (403)")

@@ -250,6 +250,10 @@ def _push(upload: _UploadSet, repo_id: str, *, repo_type: str, revision: str | N
         files = [f for f in upload.files if f != CARD] + ([CARD] if plan.after or local_card else [])
         return PushResult(repo_id=repo_id, repo_type=repo_type, report=report, plan=plan, files=files,
                           dry_run=True, repo_exists=False, left_out=upload.left_out, offline=str(exc))
+    if head is None and revision not in (None, "main"):  # a new repo holds main alone: refused before it is made
+        raise HubError(f"{repo_id}: the repo does not exist, so it has no revision {revision!r}: push to main first "
+                       "(a new repo holds that branch alone), then to the branch; nothing was created",
+                       code="revision-not-found")
     created = head is None and not dry_run
     if created:
         _create_repo(client, repo_id, repo_type, private)
