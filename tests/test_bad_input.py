@@ -17,9 +17,9 @@ from envtag.tree import MAX_READ, LocalTree
 from fixture_repos import build, harbor_task, harbor_tasks, jsonl, nemo_row, openenv_env
 
 
-def run(*args, **kwargs):
+def run(*args, env_extra: dict[str, str] | None = None, **kwargs):
     return subprocess.run([sys.executable, "-m", "envtag", *args], capture_output=True, text=True,
-                          env={**os.environ, "ENVTAG_PLUGINS": ""}, **kwargs)
+                          env={**os.environ, "ENVTAG_PLUGINS": "", **(env_extra or {})}, **kwargs)
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -180,6 +180,29 @@ def test_bad_cards_exit_2_untouched(tmp_path, card):
         result = run("tag", str(tmp_path), *extra)
         assert result.returncode == 2, (extra, result.stdout, result.stderr)
         assert "line " in result.stderr and "Traceback" not in result.stderr
+    assert snapshot(tmp_path) == before
+
+
+def test_settings_that_cannot_be_read_stop_every_write(tmp_path):
+    """A TOML error anywhere in pyproject.toml drops [tool.envtag]: tag wrote the tags its exclude-tags hides
+    (an adversarial review). Detection still reports, with the line; tag, push and card_operation write nothing."""
+    import envtag
+
+    card = "---\nlicense: mit\n---\n"
+    build(tmp_path, {**harbor_tasks("tasks", ["a"]), "README.md": card,
+                     "pyproject.toml": '[project]\nname = "x\n\n[tool.envtag]\nexclude-tags = ["openenv"]\n'})
+    before = snapshot(tmp_path)
+    result = run("tag", str(tmp_path))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "pyproject.toml: line 2: invalid TOML" in result.stderr and "writes the card only on settings it can read" \
+        in result.stderr, result.stderr
+    check = run("tag", "--check", str(tmp_path))
+    assert check.returncode == 1 and "pyproject.toml:2: invalid TOML" in check.stdout, check.stdout + check.stderr
+    push = run("push", str(tmp_path), "--repo-id", "alice/ts", env_extra={"HF_TOKEN": "hf_x", "HF_ENDPOINT":
+                                                                          "http://127.0.0.1:9"})
+    assert push.returncode == 2 and "publishes only on settings it can read" in push.stderr, push.stderr
+    with pytest.raises(envtag.ConfigError, match="builds the card only on settings it can read"):
+        envtag.card_operation(tmp_path)
     assert snapshot(tmp_path) == before
 
 

@@ -566,8 +566,8 @@ def test_prune_removes_nothing_when_the_config_cannot_be_read(tmp_path):
     folder = taskset(tmp_path / "ts", card=card)
     (folder / "pyproject.toml").write_text('[tool.envtag]\nexclude-tags = ["nemo-gym"]\nversion = 1.0.0\n')
     result = envtag_cli("tag", str(folder), "--prune")
-    assert result.returncode == 0
-    assert "nemo-gym" in card_tags((folder / "README.md").read_text())
+    assert result.returncode == 2 and "writes the card only on settings it can read" in result.stderr
+    assert (folder / "README.md").read_text() == card  # nothing written: neither pruned nor added
 
 
 def test_a_link_into_a_skipped_folder_counts_the_same_for_detect_and_push(tmp_path):

@@ -259,7 +259,7 @@ def tag_local(folder: str, *, check: bool, prune: bool, native_only: bool | None
               dry_run: bool, as_json: bool, exit_code: bool = False, strict: bool = False,
               staged: bool = False) -> int:
 
-    report, plan = plan_folder(folder, native_only=native_only, prune=prune, rev=rev)
+    report, plan = plan_folder(folder, native_only=native_only, prune=prune, rev=rev, writing=not (check or dry_run))
     card = os.path.normpath(plan.path)  # as the user named the folder
     out_of_date = plan.changed
     wrote = False

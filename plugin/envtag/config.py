@@ -21,6 +21,20 @@ class Config:
     force_include: list[str] = field(default_factory=list)  # git-ignored files to keep (fileset.py)
     problems: list[Problem] = field(default_factory=list)  # e.g. an unparseable pyproject.toml
 
+    @property
+    def unread(self) -> Problem | None:
+        """What kept ``[tool.envtag]`` from being read (a pyproject.toml that does not parse, or past the cap), or
+        None. Its settings are then unknown: detection goes on with the defaults, nothing is written on them."""
+        return next((problem for problem in self.problems if problem.undecided), None)
+
+    def check_readable(self, doing: str) -> None:
+        """ConfigError when ``[tool.envtag]`` could not be read: an exclude-tags it holds would be ignored."""
+        problem = self.unread
+        if problem is not None:
+            where = f"{problem.path}: line {problem.line}" if problem.line else problem.path
+            raise ConfigError(f"{where}: {problem.message}: envtag {doing} only on settings it can read (an "
+                              "exclude-tags there would be ignored); fix the file")
+
 
 def parse_config(data: dict, path: str = "pyproject.toml") -> Config:
     table = data.get("tool", {}).get("envtag") if isinstance(data.get("tool"), dict) else None

@@ -238,6 +238,8 @@ def _push(upload: _UploadSet, repo_id: str, *, repo_type: str, revision: str | N
           private: bool, commit_message: str | None, native_only: bool | None, dry_run: bool, token: str | None,
           endpoint: str | None, delete: bool, prune: bool) -> PushResult:
     local_card = upload.card_text()  # before detection narrows the tree by [tool.envtag] skip
+    if not dry_run:
+        upload.config.check_readable("publishes")
     client = Client(token=read_token(token), endpoint=endpoint)
     try:
         head = client.repo_exists(repo_id, repo_type)  # the default branch's head: one repo-info request
@@ -565,6 +567,7 @@ def card_operation(source: str | os.PathLike | Report, repo_id: str | None = Non
     else:
         check_card(Path(source) / CARD)  # a card that links out or is no regular file: refused before the walk
         tree, config = open_source(source, include=file_paths(files) or ())
+        config.check_readable("builds the card")
         found = read_tree_card(tree, CARD)  # read once, as a file of the set (never one git ignores...)
         base = base if base is not None else found
         report = detect(tree, native_only=native_only, config=config, files=files)

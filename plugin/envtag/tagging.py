@@ -13,13 +13,16 @@ from .model import Report
 
 
 def plan_folder(folder: str | os.PathLike, *, native_only: bool | None = None, prune: bool = False,
-                rev: str | None = None) -> tuple[Report, CardPlan]:
-    """Detect on a folder (or a git revision of it) and plan the edit of its README.md."""
+                rev: str | None = None, writing: bool = False) -> tuple[Report, CardPlan]:
+    """Detect on a folder (or a git revision of it) and plan the edit of its README.md. ``writing``: the plan is to
+    be written, so a ``[tool.envtag]`` that cannot be read stops it (ConfigError)."""
     card_path = os.path.join(os.fspath(folder), "README.md")
     if rev is None:
         check_card(card_path)  # a card that links out or is no regular file stops envtag before the walk
     # at a revision: the card as committed, like every other file; [tool.envtag] skip never leaves the card out
     tree, config = open_source(folder, rev=rev, skip=True)
+    if writing:
+        config.check_readable("writes the card")
     with tree:
         before = read_tree_card(tree, card_path)  # read once, as a file of the set (not one git ignores...)
         report = judge(tree, config, native_only=native_only)
