@@ -204,8 +204,12 @@ def test_secrets_are_never_uploaded_and_push_says_what_it_left_out(tmp_path, mon
     secrets = {".env": "A=1", "config/.git-credentials": "https://u:p@x", "_netrc": "machine x",
                ".s3cfg": "k", ".boto": "k", ".dockercfg": "{}", "web/.htpasswd": "u:x", ".bash_history": "ls",
                "home/.zsh_history": "ls", "hf/huggingface/token": "hf_x", "keys/id_ed25519": "-----BEGIN",
-               ".npmrc": "//r/:_authToken=x", ".pypirc": "[pypi]", ".git/config": "[core]"}
+               ".npmrc": "//r/:_authToken=x", ".pypirc": "[pypi]", ".git/config": "[core]",
+               # an adversarial review: google-github-actions/auth's key file in the workspace, private keys
+               "gha-creds-0a1b2c3d4e5f6a7b.json": "{}", "deploy/server.key": "-----BEGIN", "tls/privkey.pem": "-",
+               "certs/localhost-key.pem": "-----BEGIN"}
     build(folder, {path: f"{SECRET_ENV} {text}" for path, text in secrets.items()})
+    build(folder, {"certs/localhost.pem": "-----BEGIN CERTIFICATE-----\n"})  # a certificate is public: kept
     os.symlink(".env", folder / "notes.txt")  # the name looks harmless, the target is a secret
     os.symlink(".git/config", folder / "gitcfg.txt")
     server = start_server()
@@ -220,7 +224,7 @@ def test_secrets_are_never_uploaded_and_push_says_what_it_left_out(tmp_path, mon
         server.stop()
     assert not any(SECRET_ENV.encode() in content for content in uploaded.values() if isinstance(content, bytes))
     assert not set(secrets) & set(uploaded) and not {"notes.txt", "gitcfg.txt"} & set(uploaded)
-    assert "tasks/a/task.toml" in uploaded
+    assert "tasks/a/task.toml" in uploaded and "certs/localhost.pem" in uploaded
     assert "Left out of the upload" in result.stdout and "credential file" in result.stdout
     assert "notes.txt" in result.stdout  # a link whose target is left out, named
 
