@@ -64,6 +64,8 @@ def test_hook_definitions():
         assert hook["pass_filenames"] is False and hook["require_serial"] is True
         # whole repo, every commit: plugins add layouts no `files` pattern here could know
         assert hook["always_run"] is True and "files" not in hook
+        # only when a commit is recorded (a repo installing post-checkout hooks had its card rewritten on checkout)
+        assert hook["stages"] == ["pre-commit", "pre-merge-commit", "manual"]
 
 
 def test_hook_file_validates_with_pre_commit():
