@@ -285,6 +285,27 @@ def test_git_hook_honours_commit_all_and_a_subfolder(tmp_path):
     assert commit(repo, "-a").returncode == 0  # `commit -a` stages it in a temporary index the hook reads
 
 
+def test_the_fix_commands_printed_for_an_odd_folder_name_work(tmp_path):
+    """A folder starting with a dash, holding a space and a quote: the hook printed `envtag tag -x y && git add
+    -x y/README.md`, which envtag and git read as options (an adversarial review). The printed command runs."""
+    odd = "-x it's"
+    repo = new_repo(tmp_path / "repo", {**harbor_tasks(f"{odd}/tasks", ["a"]), f"{odd}/README.md": CARD})
+    shutil.copy2(REPO / "hooks" / "pre-commit", repo / ".git" / "hooks" / "pre-commit")
+    failed = commit(repo, ENVTAG_HOOK_PATH=odd)
+    assert failed.returncode == 1, failed.stderr
+    fix = failed.stderr.split("Fix it with:", 1)[1].strip().splitlines()[0]
+    assert fix == "envtag tag './-x it'\\''s' && git add './-x it'\\''s/README.md'", fix
+    subprocess.run(["sh", "-c", fix], cwd=repo, env=hook_env(), check=True, capture_output=True)
+    assert commit(repo, ENVTAG_HOOK_PATH=odd).returncode == 0
+    check = subprocess.run([sys.executable, "-m", "envtag", "tag", "--check", f"./{odd}"], cwd=repo, env=hook_env(),
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout
+    (repo / odd / "README.md").write_text(CARD, encoding="utf-8")
+    stale = subprocess.run([sys.executable, "-m", "envtag", "tag", "--check", f"./{odd}"], cwd=repo, env=hook_env(),
+                           capture_output=True, text=True)
+    assert "Run `envtag tag './-x it'\"'\"'s'` to fix it" in stale.stdout, stale.stdout
+
+
 def test_git_hook_in_a_linked_worktree_with_an_odd_folder_name(tmp_path):
     """Hooks of a linked worktree run with GIT_DIR set; a folder may start with a dash."""
     repo = new_repo(tmp_path / "repo", {**harbor_tasks("-x/tasks", ["a"]), "-x/README.md": TAGGED,

@@ -245,7 +245,8 @@ def print_json(data: object) -> None:
 
 def fix_command(source: str, *, prune: bool, native_only: bool | None) -> str:
     """The ``envtag tag`` command that fixes this card, as the user would type it."""
-    words = ["envtag", "tag"] + ([shlex.quote(source)] if source not in (".", "") else [])
+    shown = "./" + source if source.startswith("-") else source  # `-x` would be read as an option
+    words = ["envtag", "tag"] + ([shlex.quote(shown)] if source not in (".", "") else [])
     words += ["--prune"] if prune else []
     words += ["--native-only"] if native_only else []
     return " ".join(words)
