@@ -432,7 +432,8 @@ def test_check_tagged_card_passes(runner, taskset):
 
 
 def test_check_with_a_line_for_the_tags_key_and_native_only(runner):
-    card = "---\nlicense: mit\npretty_name: x\ntags:\n- custom\n---\n# T\n"
+    # a U+2028 in a value is no line break to git (an adversarial review: str.splitlines counted it, line 5)
+    card = "---\nlicense: mit\npretty_name: \"x\u2028y\"\ntags:\n- custom\n---\n# T\n"
     build(runner.workspace, {**harbor_tasks("tasks", ["a"], docker_image="ubuntu:24.04"), "README.md": card})
     run = runner.run({"native-only": "true"})
     assert run.exit_code == 1
@@ -440,6 +441,17 @@ def test_check_with_a_line_for_the_tags_key_and_native_only(runner):
     assert error.properties["line"] == "4" and "add rl-environment, harbor" in error.message
     assert "verifiers" not in error.message  # native-only: the readers are not tagged
     assert run.step_outputs["envtag"]["tags"] == "rl-environment,harbor"
+
+
+def test_a_bad_config_is_annotated_on_its_file(runner):
+    """A [tool.envtag] error named no file in its annotation, and the message's `pyproject.toml` is the folder's
+    (an adversarial review): the annotation names the file in the workspace."""
+    build(runner.workspace / "taskset", {**harbor_tasks("tasks", ["a"]), "README.md": "---\nlicense: mit\n---\n",
+                                         "pyproject.toml": "[tool.envtag]\nnative_only = true\n"})
+    run = runner.run({"path": "taskset"})
+    assert run.exit_code == 2
+    (error,) = run.errors()
+    assert error.properties.get("file") == "taskset/pyproject.toml" and "unknown keys native_only" in error.message
 
 
 def test_plugins_input_installs_third_party_plugins(tmp_path):

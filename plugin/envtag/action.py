@@ -45,6 +45,7 @@ from .errors import (
     EXIT_OK,
     EXIT_OUT_OF_DATE,
     CardError,
+    ConfigError,
     EnvtagError,
     UsageError,
     error_title,
@@ -189,7 +190,8 @@ def tags_line(card: str | None) -> int:
     """The 1-based line of the header's ``tags:`` key, else 1 (where a missing key goes)."""
     if not card:
         return 1
-    lines = card.lstrip("\ufeff").splitlines()
+    lines = [line.removesuffix("\r") for line in card.lstrip("\ufeff").split("\n")]  # as git numbers them: not
+    # str.splitlines, which also breaks at U+2028, U+0085 and others a YAML value may hold
     if not lines or lines[0].strip() != "---":
         return 1
     for number, line in enumerate(lines[1:], 2):
@@ -389,7 +391,9 @@ def main() -> int:
                  title="envtag: card")
         return exit_code(exc)
     except EnvtagError as exc:  # the same mapping as the CLI: 1 is reserved for an out-of-date card
-        annotate("error", str(exc), title=f"envtag: {error_title(exc)}")
+        config = os.path.join(folder, "pyproject.toml")  # a ConfigError's message names it from the folder
+        where = {"file": workspace_path(config)} if isinstance(exc, ConfigError) and os.path.isfile(config) else {}
+        annotate("error", str(exc), title=f"envtag: {error_title(exc)}", **where)
         return exit_code(exc)
     except Exception as exc:  # a bug: its traceback may quote untrusted text, so it goes in a block too
         import traceback
