@@ -227,6 +227,37 @@ def test_tag_staged_writes_the_card_only_while_it_matches_the_staged_one(tmp_pat
     assert outside.returncode == 2 and "cannot record what is staged" in outside.stderr, outside.stderr
 
 
+def test_tag_staged_writes_a_card_git_converts_and_a_linked_card(tmp_path):
+    """An adversarial review: with core.autocrlf (a Windows checkout) the card on disk has CRLF and the staged one
+    LF; --staged refused every write ("git add it first", which changed nothing), so the hook blocked every
+    commit. A linked card was written through its link, and the advice named the link, which git add cannot
+    stage. The card is the staged one when git finds no change; the advice names the file to add."""
+    crlf = CARD.replace("\n", "\r\n")
+    repo = new_repo(tmp_path / "repo", harbor_tasks("tasks", ["a"]))
+    git(repo, "config", "core.autocrlf", "true")
+    (repo / "README.md").write_bytes(crlf.encode())
+    git(repo, "add", "README.md")
+    env = git_env()
+    first = subprocess.run([sys.executable, "-m", "envtag", "tag", "--staged", "--exit-code", str(repo)],
+                           capture_output=True, text=True, env=env)
+    assert first.returncode == 1, first.stdout + first.stderr
+    written = (repo / "README.md").read_bytes()
+    assert written.startswith(b"---\r\nlicense: mit\r\ntags:\r\n- rl-environment\r\n"), written  # CRLF kept
+    git(repo, "add", "README.md")
+    again = subprocess.run([sys.executable, "-m", "envtag", "tag", "--staged", "--exit-code", str(repo)],
+                           capture_output=True, text=True, env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    linked = new_repo(tmp_path / "linked", {**harbor_tasks("tasks", ["a"]), "docs/card.md": CARD})
+    (linked / "README.md").symlink_to("docs/card.md")
+    git(linked, "add", "-A")
+    hook = subprocess.run([sys.executable, "-m", "envtag", "tag", "--staged", "--exit-code", "."], cwd=linked,
+                          capture_output=True, text=True, env=env)
+    assert hook.returncode == 1 and "git add docs/card.md and commit again" in hook.stdout, hook.stdout
+    git(linked, "add", "docs/card.md")
+    assert subprocess.run([sys.executable, "-m", "envtag", "tag", "--staged", "--exit-code", "."], cwd=linked,
+                          capture_output=True, env=env).returncode == 0
+
+
 # -- hooks/pre-commit: the plain git hook -----------------------------------------------------------------
 
 @pytest.fixture

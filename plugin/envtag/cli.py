@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from . import process
-from .card import read_card, write_plan
+from .card import write_plan
 from .engine import detect
 from .errors import (
     EXIT_BAD_INPUT,
@@ -17,7 +17,6 @@ from .errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_OUT_OF_DATE,
-    CardError,
     HubError,
     StateError,
     UsageError,
@@ -41,7 +40,7 @@ from .render import (
     visible,
 )
 from .sources import is_hub_address
-from .tagging import plan_folder, staged_tree
+from .tagging import plan_folder, plan_on_disk, staged_tree
 from .version import __version__
 
 
@@ -264,9 +263,8 @@ def tag_local(folder: str, *, check: bool, prune: bool, native_only: bool | None
     out_of_date = plan.changed
     wrote = False
     if out_of_date and not (check or dry_run):
-        if staged and read_card(plan.path) != plan.before:  # the edit was planned on the staged card
-            raise CardError("differs from the staged README.md (edited and not staged, or not staged at all): "
-                            "`git add` it first, or run envtag tag without --staged; not written", path=card)
+        if staged:  # judged on what is staged; written on the card on disk, when git finds it the same
+            plan = plan_on_disk(folder, report, plan, prune=prune)
         wrote = write_plan(plan)
     if as_json:
         print_json({**report.to_json(), "card": card, "missing": plan.missing, "stale": plan.stale,
@@ -275,7 +273,7 @@ def tag_local(folder: str, *, check: bool, prune: bool, native_only: bool | None
         say(human(report))
         fix = fix_command(folder, prune=prune, native_only=native_only)
         say_card_outcome(card, report, plan, check=check, dry_run=dry_run, wrote=wrote, prune=prune, fix=fix,
-                          exit_code=exit_code)
+                          exit_code=exit_code, stage=os.path.relpath(os.path.realpath(plan.path)))
     if (check or exit_code) and out_of_date:  # exit_code: written (a new card too: pre-commit would not see it)
         return EXIT_OUT_OF_DATE
     if check and strict and report.problems:

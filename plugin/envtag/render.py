@@ -243,10 +243,14 @@ def print_json(data: object) -> None:
     print(safe_json(data, indent=2))
 
 
+def shell_word(path: str) -> str:
+    """A path as a shell command takes it back: quoted, and ``./`` before a leading dash (else an option)."""
+    return shlex.quote("./" + path if path.startswith("-") else path)
+
+
 def fix_command(source: str, *, prune: bool, native_only: bool | None) -> str:
     """The ``envtag tag`` command that fixes this card, as the user would type it."""
-    shown = "./" + source if source.startswith("-") else source  # `-x` would be read as an option
-    words = ["envtag", "tag"] + ([shlex.quote(shown)] if source not in (".", "") else [])
+    words = ["envtag", "tag"] + ([shell_word(source)] if source not in (".", "") else [])
     words += ["--prune"] if prune else []
     words += ["--native-only"] if native_only else []
     return " ".join(words)
@@ -262,7 +266,9 @@ def say_stale(where: str, plan, *, prune: bool, fix: str) -> None:
         say(f"{where}: stale tag {tag} kept{' although --prune' if prune else ''}: {why}")
 
 
-def say_card_outcome(card, report, plan, *, check, dry_run, wrote, prune, fix, exit_code=False) -> None:
+def say_card_outcome(card, report, plan, *, check, dry_run, wrote, prune, fix, exit_code=False,
+                     stage: str | None = None) -> None:
+    """``stage``: the file to ``git add`` after a write (a linked card's target), default ``card``."""
     if not report.tags and not plan.changed:
         say(f"{card}: nothing detected, nothing written")
         say_stale(card, plan, prune=prune, fix=fix)
@@ -276,7 +282,7 @@ def say_card_outcome(card, report, plan, *, check, dry_run, wrote, prune, fix, e
         created = " (created)" if plan.before is None else ""
         say(f"{card}{created}: {summary}")
         if exit_code:  # in a hook: the commit stopped; say how to go on
-            say(f"Review it, then: git add {card} and commit again.")
+            say(f"Review it, then: git add {shell_word(stage or card)} and commit again.")
     elif check:
         say(f"{card}: out of date: {summary}. Run `{fix}` to fix it.")
     else:

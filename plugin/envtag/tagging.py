@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 
 from . import gitrun
-from .card import CardPlan, check_card, plan_card, read_tree_card
+from .card import CardPlan, check_card, plan_card, read_card, read_tree_card
 from .engine import judge, open_source
-from .errors import TreeError
+from .errors import CardError, TreeError
 from .model import Report
 
 
@@ -41,3 +41,22 @@ def staged_tree(folder: str | os.PathLike) -> str:
         raise TreeError(f"{text}: git cannot record what is staged as a tree (not a git work tree, or a merge with "
                         f"conflicts left): {why}")
     return out.strip()
+
+
+def plan_on_disk(folder: str | os.PathLike, report: Report, plan: CardPlan, *, prune: bool) -> CardPlan:
+    """``tag --staged``, before a write: the edit planned again on the card on disk, which must be the staged one
+    as git sees it (``git diff`` finds no change: its line-ending conversions applied, so a CRLF checkout of an LF
+    card is the same card). An unstaged edit is never written over, and the card keeps its checkout's line
+    endings. A linked card is judged by its target, the file envtag writes and git tracks."""
+    real = os.path.realpath(plan.path)
+    disk = read_card(plan.path)
+    if plan.before is None and disk is None:
+        return plan  # a new card: nothing on disk to keep
+    status, _, err = (1, "", "") if plan.before is None or disk is None else \
+        gitrun.run(["diff", "--quiet", "--no-ext-diff", "--no-textconv", "--", real], cwd=os.fspath(folder))
+    if status not in (0, 1):
+        raise TreeError(f"{folder}: git cannot compare the card with the staged one: {' '.join(err.split())}")
+    if status == 1:
+        raise CardError("is not the staged card (edited and not staged, or not staged at all): stage it first "
+                        "(git add), or run envtag tag without --staged; not written", path=os.path.relpath(real))
+    return plan_card(disk, report, prune=prune, path=plan.path)
