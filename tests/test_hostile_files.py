@@ -209,7 +209,8 @@ def test_secrets_are_never_uploaded_and_push_says_what_it_left_out(tmp_path, mon
                "gha-creds-0a1b2c3d4e5f6a7b.json": "{}", "deploy/server.key": "-----BEGIN", "tls/privkey.pem": "-",
                "certs/localhost-key.pem": "-----BEGIN"}
     build(folder, {path: f"{SECRET_ENV} {text}" for path, text in secrets.items()})
-    build(folder, {"certs/localhost.pem": "-----BEGIN CERTIFICATE-----\n"})  # a certificate is public: kept
+    build(folder, {"certs/localhost.pem": "-----BEGIN CERTIFICATE-----\n",  # a certificate is public: kept
+                   "grading/answer.key": "B\n"})  # and an answer key is a taskset's (a second review)
     os.symlink(".env", folder / "notes.txt")  # the name looks harmless, the target is a secret
     os.symlink(".git/config", folder / "gitcfg.txt")
     server = start_server()
@@ -224,7 +225,7 @@ def test_secrets_are_never_uploaded_and_push_says_what_it_left_out(tmp_path, mon
         server.stop()
     assert not any(SECRET_ENV.encode() in content for content in uploaded.values() if isinstance(content, bytes))
     assert not set(secrets) & set(uploaded) and not {"notes.txt", "gitcfg.txt"} & set(uploaded)
-    assert "tasks/a/task.toml" in uploaded and "certs/localhost.pem" in uploaded
+    assert {"tasks/a/task.toml", "certs/localhost.pem", "grading/answer.key"} <= set(uploaded)
     assert "Left out of the upload" in result.stdout and "credential file" in result.stdout
     assert "notes.txt" in result.stdout  # a link whose target is left out, named
 

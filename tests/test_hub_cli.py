@@ -161,6 +161,19 @@ def test_tag_create_pr_again_updates_envtags_pull_request(envtag, srv):
     assert code == 0 and "already proposes this" in out and len(srv.pull_requests("alice/ts")) == 1, out
 
 
+def test_tag_hf_writes_nothing_while_the_repos_settings_cannot_be_read(envtag, srv):
+    """A second review: the local refusal of an unreadable [tool.envtag] did not reach tag hf://, which committed
+    the tags its exclude-tags hides."""
+    srv.create_repo("alice/ts", files={"train.jsonl": jsonl([nemo_row(), nemo_row("Hi")]), "README.md": CARD,
+                                       "pyproject.toml": '[project\n[tool.envtag]\nexclude-tags = ["nemo-gym"]\n'})
+    before = srv.head("alice/ts")
+    code, out, err = envtag("tag", "hf://datasets/alice/ts")
+    assert code == 2 and "writes the card only on settings it can read" in err, out + err
+    code, out, err = envtag("tag", "hf://datasets/alice/ts", "--check")
+    assert code == 1 and "pyproject.toml" in out, out + err
+    assert srv.head("alice/ts") == before
+
+
 def test_tag_space_and_detect_json(envtag, srv):
     srv.create_repo("alice/echo", "space", files=openenv_env(""), sdk="docker")
     code, out, _ = envtag("detect", "hf://spaces/alice/echo", "--json")

@@ -288,6 +288,22 @@ def test_git_hook_blocks_a_stale_card_and_says_how_to_fix_it(hooked):
     assert (hooked / "README.md").read_text(encoding="utf-8") == CARD  # and nothing written
 
 
+def test_git_hook_never_runs_a_command_of_the_repository_through_a_relative_path_entry(hooked, tmp_path):
+    """A second review: with an empty PATH entry, `command -v envtag` found the repository's own `envtag` file
+    (a hook runs at the top of the work tree), which ran with the caller's environment."""
+    marker = tmp_path / "ran"
+    build(hooked, {"envtag": f"#!/bin/sh\necho ran > {marker}\nexit 0\n",
+                   "python3": f"#!/bin/sh\necho ran > {marker}\nexit 0\n"})
+    (hooked / "envtag").chmod(0o755)
+    (hooked / "python3").chmod(0o755)
+    git(hooked, "add", "-A")
+    env = hook_env()
+    env["PATH"] = ":" + env["PATH"]
+    result = git(hooked, "commit", "-m", "change", check=False, env=env)
+    assert not marker.exists(), "the hook ran the repository's own envtag"
+    assert result.returncode == 1 and "out of date" in result.stderr, result.stderr  # the real envtag judged it
+
+
 def test_git_hook_checks_the_index_not_the_working_tree(hooked):
     subprocess.run([sys.executable, "-m", "envtag", "tag", str(hooked)], check=True, capture_output=True,
                    env=hook_env())

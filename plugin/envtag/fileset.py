@@ -36,14 +36,15 @@ SECRET_NAMES = frozenset({
     "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk",
 })
 SECRET_NAMES = SECRET_NAMES | {"kubeconfig", ".databrickscfg", "credentials.json"}
-# private keys by their usual names: certbot's privkey.pem, openssl's key.pem, mkcert's NAME-key.pem, server.key
-SECRET_NAMES = SECRET_NAMES | {"privkey.pem", "key.pem", "private.pem"}
+# private keys by their usual names: certbot's privkey.pem, openssl's key.pem and server.key, mkcert's NAME-key.pem
+SECRET_NAMES = SECRET_NAMES | {"privkey.pem", "key.pem", "private.pem", "server.key", "private.key", "tls.key",
+                               "client.key"}
 # .env, .env.local, .envrc (and .env.example: a template); SSH keys and their copies (not the .pub); backups;
 # gha-creds-*.json: the service-account key google-github-actions/auth writes into the workspace
 SECRET_PREFIXES = (".env", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".netrc", "_netrc", "client_secret",
                    "gha-creds-")
-# shell histories; PKCS#12 key stores; private keys (server.key, NAME-key.pem)
-SECRET_SUFFIXES = ("_history", ".history", ".p12", ".pfx", ".key", "-key.pem", "_key.pem")
+# shell histories; PKCS#12 key stores; private keys (NAME-key.pem; not every *.key: an answer.key is a taskset's)
+SECRET_SUFFIXES = ("_history", ".history", ".p12", ".pfx", "-key.pem", "_key.pem")
 PUBLIC_SUFFIXES = (".pub",)  # id_rsa.pub is a public key
 # (folder name, file name) pairs: a file that is a secret in that folder only
 SECRET_IN_FOLDER = frozenset({

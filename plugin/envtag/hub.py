@@ -391,6 +391,7 @@ def tag_hub_repo(repo_id: str, *, repo_type: str = "dataset", revision: str | No
                             native_only=native_only, token=token, endpoint=endpoint)
     result.dry_run = dry_run
     if not dry_run and result.changed:
+        load_config(tree).check_readable("writes the card")  # (read again from the tree's cache)
         if create_pr and tree.requested_revision in (None, "main"):  # envtag's open PR is updated, never doubled
             result.pr_url, result.pr_action = propose(tree, result, commit_message)
         else:
