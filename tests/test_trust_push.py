@@ -191,6 +191,30 @@ def test_files_that_are_lfs_pointers_are_not_judged_and_prune_keeps_their_tags(t
     assert (folder / "README.md").read_text() == tags
 
 
+def test_a_revision_reads_its_lfs_files_from_the_repositorys_store(tmp_path):
+    """A second review: the pre-commit hooks judge the staged tree, where git-lfs stages pointers and keeps the data
+    in .git/lfs/objects; the hooks found no taskset where the disk holds one. At a revision (and --staged), a
+    file git-lfs tracks is read from the store, as a checkout with git-lfs gives it."""
+    rows = jsonl([nemo_row(), nemo_row("Hi")]).encode()
+    folder = build(tmp_path / "ts", {"README.md": CARD, ".gitattributes": "*.jsonl filter=lfs diff=lfs merge=lfs\n"})
+    (folder / "train.jsonl").write_bytes(pointer(rows))
+    git(folder, "init", "-q", "-b", "main")
+    git(folder, "add", "-A")  # what git-lfs's clean filter stages: the pointer; the data goes to the store
+    oid = hashlib.sha256(rows).hexdigest()
+    store = folder / ".git/lfs/objects" / oid[:2] / oid[2:4]
+    store.mkdir(parents=True)
+    (store / oid).write_bytes(rows)
+    (folder / "train.jsonl").write_bytes(rows)  # the checkout holds the data
+    for args in (["tag", "--staged", "--check", str(folder)], ["tag", "--check", str(folder)]):
+        proc = subprocess.run([sys.executable, "-m", "envtag", *args], capture_output=True, text=True)
+        assert proc.returncode == 1 and "nemo-gym" in proc.stdout and "pointer" not in proc.stdout, (args, proc.stdout)
+    git(folder, "commit", "-q", "-m", "data in LFS")
+    report = json.loads(subprocess.run([sys.executable, "-m", "envtag", "detect", str(folder), "--rev", "HEAD",
+                                        "--json"], capture_output=True, text=True, check=True).stdout)
+    (nemo,) = [f for f in report["frameworks"] if f["tag"] == "nemo-gym"]
+    assert nemo["tasks"] == 2 and not report["problems"], report
+
+
 def lfs_repo(tmp_path: Path, data: bytes, *, with_object: bool) -> tuple[Path, str]:
     """A git repository keeping ``data/train.parquet`` in git LFS (a pointer committed, the object in
     .git/lfs/objects when ``with_object``), as `git lfs` leaves it; git-lfs itself is not needed."""

@@ -18,13 +18,14 @@ SAMPLE = 3
 
 
 def open_source(source: str | os.PathLike, *, rev: str | None = None, include: Iterable[str] = (),
-                skip: bool = False) -> tuple[Tree, Config]:
+                skip: bool = False, lfs: bool = True) -> tuple[Tree, Config]:
     """The one way into a source: the Tree of a folder, of a folder's git revision, or of an hf:// / https Hub
     repo, with its ``[tool.envtag]`` config. A folder's config is read first (its force-include decides the
     walk); a revision's or a repo's is read from the tree. ``skip``: leave out what the config's ``skip``
     patterns match (a tree to detect on; push opens without, since it uploads what detection skips).
     ``include``: a folder's paths kept although git ignores them (exactly what a framework uploads); the
-    credential and link rules still apply to them."""
+    credential and link rules still apply to them. ``lfs``: a revision's git-LFS files read as their data from the
+    repository's store (push --rev resolves and checks them itself, so it opens without)."""
     text = os.fspath(source)
     if is_hub_address(text):
         if rev is not None:
@@ -36,7 +37,7 @@ def open_source(source: str | os.PathLike, *, rev: str | None = None, include: I
     elif rev is not None:
         from .gittree import GitTree  # git, only for a revision
 
-        tree = GitTree(text, rev)
+        tree = GitTree(text, rev, lfs=lfs)
         config = load_config(tree)
     else:
         if not os.path.isdir(text):

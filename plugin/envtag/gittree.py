@@ -24,7 +24,8 @@ from typing import Any, BinaryIO
 from . import gitrun
 from .fileset import BAD_NAME, LINK, SECRET, filter_folders, filter_listing
 from .gitrun import in_work_tree
-from .tree import MAX_READ, FileTooLarge, Tree, TreeError
+from .oids import LFS_POINTER_MAX, lfs_pointer
+from .tree import MAX_READ, FileTooLarge, Tree, TreeError, open_regular
 
 MODE_LINK = "120000"  # a symlink: its blob is the link text
 MODE_SUBMODULE = "160000"  # a commit of another repository: an empty folder here, as before `submodule init`
@@ -91,7 +92,7 @@ class GitTree(Tree):
     full_reads = True
     fork_safe = True  # after_fork gives a child its own git processes
 
-    def __init__(self, folder: str | os.PathLike, rev: str, skip: Iterable[str] = ()):
+    def __init__(self, folder: str | os.PathLike, rev: str, skip: Iterable[str] = (), *, lfs: bool = False):
         folder = os.fspath(folder)
         rev = _usable_rev(rev)
         if not os.path.isdir(folder):
@@ -105,11 +106,14 @@ class GitTree(Tree):
         self._cache: dict[str, bytes] = {}  # blob id -> bytes: marker-sized blobs read or prefetched
         self._cached_bytes = 0
         self._located: dict[str, tuple[str, int]] = {}  # path -> (blob id, size) of the files looked up
+        self._lfs: dict[str, tuple[str, int]] = {}  # path -> (LFS object file, size): pointers resolved (``lfs``)
         self._batch: _CatFile | None = None  # started on the first read
         self._parents_batch: _CatFile | None = None  # in a forked child: the parent's, kept, never used
         try:
             self.tree_id = self._resolve()  # the revision's root tree, pinned: a branch that moves changes nothing
             self._list(*self._ls_tree())
+            if lfs:
+                self._resolve_lfs()
         except OSError as exc:  # git cannot be started
             self.close()
             raise TreeError(f"reading a git revision needs the git command: {exc}") from None
@@ -317,14 +321,39 @@ class GitTree(Tree):
         return found
 
     def size(self, path: str) -> int:
-        return self._file(path)[1]
+        return self._lfs[path][1] if path in self._lfs else self._file(path)[1]
+
+    def _resolve_lfs(self) -> None:
+        """With ``lfs``: the files git-lfs tracks at this revision read as their data, as a checkout with git-lfs
+        gives them, from this repository's own store (``lfs/objects``), where ``git add`` left them; a pointer
+        whose object is not there stays a pointer (detection then says the data was not fetched). Looked at only
+        when a .gitattributes of the revision names ``filter=lfs``."""
+        attributes = self.named(".gitattributes")  # the name index detection builds anyway
+        self.prefetch(attributes)
+        if not any(b"filter=lfs" in self.read(path) for path in attributes if self.size(path) <= MAX_READ):
+            return
+        small = [path for path in self._files if path not in self.links and self._file(path)[1] < LFS_POINTER_MAX]
+        tracked = sorted(self.lfs_tracked(small))
+        self.prefetch(tracked)
+        store = os.path.join(self.common_dir, "lfs", "objects")
+        for path in tracked:
+            pointer = lfs_pointer(self.read(path))
+            if pointer is None:
+                continue
+            oid, size = pointer
+            found = os.path.join(store, oid[0:2], oid[2:4], oid)
+            try:
+                if os.lstat(found).st_size == size and os.path.isfile(found) and not os.path.islink(found):
+                    self._lfs[path] = (found, size)
+            except OSError:  # not fetched: the pointer stays
+                pass
 
     def prefetch(self, paths: Iterable[str]) -> None:
         """Ask git for these files' blobs now, in one go: it works through them while the caller parses
         the first ones, instead of a round trip per file."""
         budget, wanted = PREFETCH_BUDGET - self._cached_bytes, []
         for path in paths:
-            if path in self._files:
+            if path in self._files and path not in self._lfs:
                 sha, size = self._file(path)
                 if size <= min(PREFETCH_FILE_MAX, budget) and sha not in self._cache:
                     budget -= size
@@ -374,6 +403,8 @@ class GitTree(Tree):
         return io.BufferedReader(_BlobStream(process, size), 1 << 16)
 
     def read(self, path: str, cap: int = MAX_READ) -> bytes:
+        if path in self._lfs:
+            return self._read_lfs(path, cap)
         sha, size = self._file(path)  # one look-up: the hot path of a 100,000-task repo
         if size > cap:
             raise FileTooLarge(path, size, cap)
@@ -383,10 +414,25 @@ class GitTree(Tree):
         return data
 
     def _read(self, path: str, limit: int) -> bytes:
+        if path in self._lfs:
+            with self.open(path) as handle:
+                return handle.read(limit)
         return self._bytes(*self._file(path), limit)
 
+    def _read_lfs(self, path: str, cap: int) -> bytes:
+        size = self._lfs[path][1]
+        if size > cap:
+            raise FileTooLarge(path, size, cap)
+        with self.open(path) as handle:
+            data = handle.read(size)
+        self.reads += 1
+        self.bytes_read += len(data)
+        return data
+
     def open(self, path: str) -> BinaryIO:
-        """The whole blob: in memory up to STREAM_LIMIT, streamed past it."""
+        """The whole blob: in memory up to STREAM_LIMIT, streamed past it (a resolved LFS file: from the store)."""
+        if path in self._lfs:
+            return os.fdopen(open_regular(self._lfs[path][0], path), "rb")
         sha, size = self._file(path)
         return self._stream(sha, size) if size > STREAM_LIMIT else io.BytesIO(self._blob(sha, size))
 

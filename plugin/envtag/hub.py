@@ -136,7 +136,8 @@ class _UploadSet:
 
     def __init__(self, folder: str, rev: str | None):
 
-        source, _ = open_source(folder, rev=rev)  # the staged copy's own config is the one judged
+        source, _ = open_source(folder, rev=rev, lfs=False)  # the staged copy's own config is the one judged;
+        # its LFS pointers are resolved by stage(), which checks each object against its pointer
         store = os.path.join(source.common_dir, "lfs", "objects") if rev is not None else None  # type: ignore
         try:
             git_error = source.git_error
