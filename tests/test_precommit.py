@@ -225,6 +225,10 @@ def test_tag_staged_writes_the_card_only_while_it_matches_the_staged_one(tmp_pat
     outside = subprocess.run([sys.executable, "-m", "envtag", "tag", "--staged", str(tmp_path)],
                              capture_output=True, text=True, env=git_env())
     assert outside.returncode == 2 and "cannot record what is staged" in outside.stderr, outside.stderr
+    build(repo, {"new/x.txt": "x\n"})  # a folder nothing of which is staged: said so, not a tree id's "no folder"
+    unstaged = subprocess.run([sys.executable, "-m", "envtag", "tag", "--staged", "--check", str(repo / "new")],
+                              capture_output=True, text=True, env=git_env())
+    assert unstaged.returncode == 2 and "nothing in it is staged yet" in unstaged.stderr, unstaged.stderr
 
 
 def test_tag_staged_writes_a_card_git_converts_and_a_linked_card(tmp_path):

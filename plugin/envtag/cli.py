@@ -259,6 +259,8 @@ def tag_local(folder: str, *, check: bool, prune: bool, native_only: bool | None
               staged: bool = False) -> int:
 
     report, plan = plan_folder(folder, native_only=native_only, prune=prune, rev=rev, writing=not (check or dry_run))
+    if staged:
+        report.source = f"{folder} (staged)"  # not the tree id git write-tree gave
     card = os.path.normpath(plan.path)  # as the user named the folder
     out_of_date = plan.changed
     wrote = False

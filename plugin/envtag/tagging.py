@@ -40,7 +40,11 @@ def staged_tree(folder: str | os.PathLike) -> str:
         why = " ".join(err.split()) or f"git exited with {status}"
         raise TreeError(f"{text}: git cannot record what is staged as a tree (not a git work tree, or a merge with "
                         f"conflicts left): {why}")
-    return out.strip()
+    tree = out.strip()
+    _, prefix, _ = gitrun.run(["rev-parse", "--show-prefix"], cwd=text)  # the folder, from the work tree's top
+    if prefix.strip() and gitrun.run(["cat-file", "-e", f"{tree}:{prefix.strip().rstrip('/')}"], cwd=text)[0] != 0:
+        raise TreeError(f"{text}: nothing in it is staged yet: `git add` its files first")
+    return tree
 
 
 def plan_on_disk(folder: str | os.PathLike, report: Report, plan: CardPlan, *, prune: bool) -> CardPlan:
