@@ -67,6 +67,14 @@ def needs_tags(server, repo_id: str, tags=(RL,)) -> None:
 # Invariants 1 and 3: only envtag's code runs; the token is never given to a process envtag starts
 # ================================================================================================
 
+def git_wrapper(path: Path, first: str) -> Path:
+    """An executable that runs the shell line ``first``, then the real git with its arguments."""
+    real_git = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
+    path.write_text(f"#!/bin/sh\n{first}\nexec {real_git} \"$@\"\n")
+    path.chmod(0o755)
+    return path
+
+
 def _hostile_git_folder(tmp_path: Path, marker: Path) -> Path:
     """A taskset that came with its .git (a tarball, a copied folder), whose config makes git run a command
     on any missing object: a partial clone (promisor remote) reached over ssh, with core.sshCommand set.
@@ -118,10 +126,7 @@ def test_git_started_for_rev_gets_the_token_in_its_environment(tmp_path):
     git(folder, "add", "-A")
     git(folder, "commit", "-qm", "tasks")
     log = tmp_path / "git-env.log"
-    wrapper = tmp_path / "git-wrapper"
-    real_git = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
-    wrapper.write_text(f"#!/bin/sh\nenv >> {log}\nexec {real_git} \"$@\"\n")
-    wrapper.chmod(0o755)
+    wrapper = git_wrapper(tmp_path / "git-wrapper", f"env >> {log}")
     env = {**os.environ, "HF_TOKEN": SECRET_ENV, "HF_HUB_OFFLINE": "1", "GIT_PYTHON_GIT_EXECUTABLE": str(wrapper)}
     proc = envtag_cli(["detect", str(folder), "--rev", "HEAD"], env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -159,10 +164,7 @@ def test_a_transport_the_folders_git_config_allows_again_is_refused_too(tmp_path
     folder = _hostile_git_folder(tmp_path, tmp_path / "unused")
     git(folder, "config", "protocol.ext.allow", "always")
     git(folder, "config", "remote.origin.url", f"ext::sh -c env% >{marker}")
-    old_git = tmp_path / "old-git"
-    real_git = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
-    old_git.write_text(f"#!/bin/sh\nunset GIT_NO_LAZY_FETCH\nexec {real_git} \"$@\"\n")
-    old_git.chmod(0o755)
+    old_git = git_wrapper(tmp_path / "old-git", "unset GIT_NO_LAZY_FETCH")
     env = {**os.environ, "HF_TOKEN": SECRET_ENV, "HF_HUB_OFFLINE": "1", "GIT_PYTHON_GIT_EXECUTABLE": str(old_git)}
     proc = envtag_cli(["detect", str(folder), "--rev", "evil"], env=env, cwd=tmp_path)
     assert not marker.exists(), "git ran the folder's ext:: command"

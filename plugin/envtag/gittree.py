@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import subprocess
 import tempfile
 from collections import Counter, deque
@@ -24,7 +25,7 @@ from typing import Any, BinaryIO
 from . import gitrun
 from .fileset import BAD_NAME, LINK, SECRET, filter_folders, filter_listing
 from .gitrun import in_work_tree
-from .oids import LFS_POINTER_MAX, lfs_pointer
+from .oids import LFS_POINTER_MAX, lfs_object_path, lfs_pointer
 from .tree import MAX_READ, FileTooLarge, Tree, TreeError, open_regular
 
 MODE_LINK = "120000"  # a symlink: its blob is the link text
@@ -341,12 +342,13 @@ class GitTree(Tree):
             if pointer is None:
                 continue
             oid, size = pointer
-            found = os.path.join(store, oid[0:2], oid[2:4], oid)
+            found = lfs_object_path(store, oid)
             try:
-                if os.lstat(found).st_size == size and os.path.isfile(found) and not os.path.islink(found):
-                    self._lfs[path] = (found, size)
+                status = os.lstat(found)
             except OSError:  # not fetched: the pointer stays
-                pass
+                continue
+            if stat.S_ISREG(status.st_mode) and status.st_size == size:
+                self._lfs[path] = (found, size)
 
     def prefetch(self, paths: Iterable[str]) -> None:
         """Ask git for these files' blobs now, in one go: it works through them while the caller parses

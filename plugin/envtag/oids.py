@@ -86,3 +86,8 @@ def lfs_pointer(data: bytes) -> tuple[str, int] | None:
 def _oid(value: str) -> str | None:
     kind, colon, oid = value.partition(":")
     return oid if colon and kind == "sha256" and _LFS_OID.match(oid) else None
+
+
+def lfs_object_path(store: str, oid: str) -> str:
+    """Where git-lfs keeps the object ``oid`` in a repository's ``lfs/objects`` folder."""
+    return os.path.join(store, oid[0:2], oid[2:4], oid)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from .errors import TreeError, UploadError
-from .oids import CHUNK, LFS_POINTER_MAX, blob_hasher, lfs_pointer
+from .oids import CHUNK, LFS_POINTER_MAX, blob_hasher, lfs_object_path, lfs_pointer
 from .render import visible
 from .tree import LocalTree, Tree, open_regular
 
@@ -214,7 +214,7 @@ def _resolve_pointer(pointer: tuple[str, int], store: str | None, target: str, r
     if store is None:
         return None
     oid, size = pointer
-    path = os.path.join(store, oid[0:2], oid[2:4], oid)
+    path = lfs_object_path(store, oid)
     try:
         fd = open_regular(path, rel)
     except OSError:
