@@ -192,6 +192,36 @@ def test_a_crafted_pattern_is_matched_in_linear_time():
     assert time.perf_counter() - started < 2
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_moves_a_pattern_keeps_answer_as_searching_afresh(seed):
+    """A pattern's program keeps the moves its searches made (_Program): a search that looks them up answers as
+    one that runs every thread (a room of 0 keeps nothing), on generated patterns and paths, each path checked
+    twice so the second check meets the kept moves."""
+    import random
+
+    pieces = ["*", "**", "?", "[", "]", "!", "/", "\\", "#", " ", "t", "e", "s", ".", "a", "b", "sub", "[!a]",
+              "[a-z]", "\n"]
+    parts = ["a", "b", "/", "x", "test.sh", "sub", ".", "\n", "ab", "s"]
+    draw = random.Random(seed)
+    kept = 0
+    for _ in range(150):
+        text = "\n".join("".join(draw.choice(pieces) for _ in range(draw.randint(1, 6)))
+                         for _ in range(draw.randint(1, 3)))
+        try:
+            keeping = rules.compile_ignore_file(text)
+        except (ValueError, rules.IgnoreCrash):
+            continue
+        afresh = [(include, rules._Program(prog, room=[0])) for include, prog in keeping]
+        paths = ["".join(draw.choice(parts) for _ in range(draw.randint(0, 14))) for _ in range(12)]
+        for path in paths + paths:
+            assert rules.check(keeping, path) == rules.check(afresh, path), (text, path)
+            for (_, ours), (_, plain) in zip(keeping, afresh, strict=True):
+                assert rules._search(ours, path) == rules._search(plain, path), (text, path)
+        kept += sum(len(prog.moves) for _, prog in keeping)
+        assert not any(prog.moves or prog.states for _, prog in afresh)
+    assert kept > 300  # the moves were kept, and looked up
+
+
 def test_a_test_script_linking_out_of_the_task_is_refused(tmp_path):
     files = {"shared.sh": TEST_SH, **{k: v for k, v in task("").items() if k != "t/tests/test.sh"},
              "t/tests/test.sh": ("symlink", "../../shared.sh")}

@@ -24,8 +24,10 @@ import pickle
 import re
 import sys
 import unicodedata
+from collections.abc import Iterable
+from operator import itemgetter
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 from envtag.sdk import (
     MAX_READ,
@@ -823,6 +825,7 @@ class WorkBudget:
 
     def __init__(self, tasks: int = 1):
         self.limit = self.left = max(IGNORE_WORK_PER_TASK, IGNORE_WORK // max(1, tasks))
+        self.room = [AUTOMATON_ROOM]  # what the task's patterns' searches may keep (_Program)
 
     def spend(self, work: int) -> None:
         self.left -= work
@@ -1044,54 +1047,133 @@ def _test(kind: tuple, char: str) -> bool:
     return kind[1].fullmatch(char) is not None
 
 
+def _add(prog: list, text: str, threads: list, seen: set, pc: int, mark: bool, pos: int) -> None:
+    """Append to ``threads``, in backtracking priority order, the steps that read a character (or match) reached
+    from ``pc`` at ``pos`` without reading one; ``seen`` holds the steps reached at ``pos`` already."""
+    stack = [(pc, mark)]
+    n = len(text)
+    while stack:
+        pc, mark = stack.pop()
+        if pc in seen:
+            continue
+        seen.add(pc)
+        op = prog[pc]
+        kind = op[0]
+        if kind == "jmp":
+            stack.append((op[1], mark))
+        elif kind == "split":  # the first branch is preferred: explored first
+            stack.append((op[2], mark))
+            stack.append((op[1], mark))
+        elif kind == "mark":
+            stack.append((pc + 1, True))
+        elif kind == "bol":
+            if pos == 0:
+                stack.append((pc + 1, mark))
+        elif kind == "eol":
+            if pos == n or (pos == n - 1 and text[-1] == "\n"):
+                stack.append((pc + 1, mark))
+        else:
+            threads.append((pc, mark))
+
+
+class _Program(list):
+    """A pattern's program (its steps, a list) and the automaton its searches build as they go: each list of
+    threads met (a state) is kept once, with a number, and so is each move from a state on a character between
+    two positions where neither ``^`` nor ``$`` can hold. The paths a task's walk checks share most of their
+    characters, so a search mostly looks its moves up instead of running every thread. What is kept is charged
+    to ``room`` (a thread or a move a unit), which the programs of a task share: a crafted pattern has more
+    states than a machine holds, and once the room is spent a move is computed as before and not kept."""
+
+    __slots__ = ("numbers", "states", "moves", "room", "end", "reads")
+
+    def __init__(self, steps: Iterable[tuple], room: list[int] | None = None):
+        super().__init__(steps)
+        self.numbers: dict[tuple, int] = {}  # threads -> state number
+        self.states: list[State] = []  # number -> state
+        self.moves: dict[tuple[int | None, str, bool], int] = {}  # (state, character, still searching) -> state
+        self.room = room if room is not None else [AUTOMATON_ROOM]
+        self.end = len(self) - 1  # the match step: the last, and the only one (compile_pattern)
+        self.reads = [step[0] in ("char", "match") for step in self]  # the steps a thread waits at
+
+    def state(self, threads: list[tuple[int, bool]]) -> State:
+        key = tuple(threads)
+        number = self.numbers.get(key)
+        if number is not None:
+            return self.states[number]
+        cut, mark = len(key), None
+        steps = list(map(itemgetter(0), key))
+        if self.end in steps:  # the threads after a match lose to it
+            cut = steps.index(self.end)
+            mark = key[cut][1]
+        if self.room[0] < len(key):
+            return State(key[:cut], cut < len(key), mark, None)
+        self.room[0] -= len(key)
+        state = State(key[:cut], cut < len(key), mark, len(self.states))
+        self.numbers[key] = len(self.states)
+        self.states.append(state)
+        return state
+
+    def keep(self, move: tuple[int | None, str, bool], after: State) -> None:
+        if move[0] is not None and after.number is not None and self.room[0] > 0:
+            self.room[0] -= 1
+            self.moves[move] = after.number
+
+
+class State(NamedTuple):
+    """A step of a search: its live threads (those before a match), whether a thread matches, that one's mark,
+    and its number in its program (None: not kept)."""
+
+    threads: tuple[tuple[int, bool], ...]
+    matches: bool
+    mark: bool | None
+    number: int | None
+
+
+AUTOMATON_ROOM = 200_000  # threads and moves the programs of one task keep (a unit is about 100 bytes)
+
+
 def _search(prog: list, text: str) -> tuple[bool, bool]:
     """(matched, ps_d took part) of ``re.search(regex, text)`` for the regex ``prog`` stands for: a Pike VM,
-    threads in backtracking priority order, a new lowest-priority start at each position until a match."""
+    threads in backtracking priority order, a new lowest-priority start at each position until a match. The
+    moves between positions where ``^`` and ``$`` cannot hold are kept in the program (``_Program``)."""
+    if not isinstance(prog, _Program):
+        prog = _Program(prog)
     n = len(text)
-
-    def add(threads: list, seen: set, pc: int, mark: bool, pos: int) -> None:
-        stack = [(pc, mark)]
-        while stack:
-            pc, mark = stack.pop()
-            if pc in seen:
-                continue
-            seen.add(pc)
-            op = prog[pc]
-            kind = op[0]
-            if kind == "jmp":
-                stack.append((op[1], mark))
-            elif kind == "split":  # the first branch is preferred: explored first
-                stack.append((op[2], mark))
-                stack.append((op[1], mark))
-            elif kind == "mark":
-                stack.append((pc + 1, True))
-            elif kind == "bol":
-                if pos == 0:
-                    stack.append((pc + 1, mark))
-            elif kind == "eol":
-                if pos == n or (pos == n - 1 and text[-1] == "\n"):
-                    stack.append((pc + 1, mark))
-            else:
-                threads.append((pc, mark))
-
+    plain = n - 2 if text.endswith("\n") else n - 1  # a move from a position before it cannot meet ``$``
+    moves, states, reads = prog.moves, prog.states, prog.reads
     threads: list = []
-    add(threads, set(), 0, False, 0)
+    _add(prog, text, threads, set(), 0, False, 0)
+    state = prog.state(threads)
     found: bool | None = None
     for pos in range(n + 1):
+        if state.matches:
+            found = state.mark  # lower-priority threads lose to this match
+        if pos == n:
+            break
+        char, searching = text[pos], found is None
+        move = (state.number, char, searching)
+        number = moves.get(move) if pos < plain else None
+        if number is not None:
+            state = states[number]
+            continue
         following: list = []
         seen: set = set()
-        for pc, mark in threads:
-            op = prog[pc]
-            if op[0] == "match":
-                found = mark
-                break  # lower-priority threads lose to this match
-            if pos < n and _test(op[1], text[pos]):
-                add(following, seen, pc + 1, mark, pos + 1)
-        if pos < n and found is None:
-            add(following, seen, 0, False, pos + 1)
-        threads = following
-        if not threads:
+        for pc, mark in state.threads:
+            if _test(prog[pc][1], char):
+                if reads[pc + 1]:  # the next step reads a character (or matches): no need to follow steps
+                    if pc + 1 not in seen:
+                        seen.add(pc + 1)
+                        following.append((pc + 1, mark))
+                else:
+                    _add(prog, text, following, seen, pc + 1, mark, pos + 1)
+        if searching:
+            _add(prog, text, following, seen, 0, False, pos + 1)
+        if not following:
             break
+        after = prog.state(following)
+        if pos < plain:
+            prog.keep(move, after)
+        state = after
     return found is not None, bool(found)
 
 
@@ -1114,14 +1196,15 @@ def check(patterns: list[tuple[bool, list]], path: str) -> bool | None:
 
 def compile_ignore_file(text: str, budget: WorkBudget | None = None) -> list[tuple[bool, list]]:
     """GitIgnoreSpec.from_lines(text.splitlines()): the patterns that do something (their compiling charged to
-    ``budget``, line by line, before the work)."""
+    ``budget``, line by line, before the work; what their searches keep, to its room)."""
     patterns = []
+    room = budget.room if budget is not None else [AUTOMATON_ROOM]
     for line in text.splitlines():
         if budget is not None:
             budget.spend(LINE_STEPS + LINE_CHAR_STEPS * len(line) + CLASS_STEPS * line.count("["))
         pattern = compile_pattern(line)
         if pattern is not None:
-            patterns.append(pattern)
+            patterns.append((pattern[0], _Program(pattern[1], room)))
     return patterns
 
 
