@@ -192,6 +192,24 @@ def test_a_listing_cut_short_never_gets_the_card_rebuilt(small_pages, tmp_path):
     assert "pretty_name: Mine" in pushed and pushed.endswith("---\n# Hand-written documentation\n"), pushed
 
 
+@pytest.mark.parametrize("how", ["commit", "pull request"])
+def test_a_listing_cut_short_never_removes_a_tag(small_pages, how):
+    """The card on the first page, the tasks after it, the next-page link dropped: the tasks looked gone, and
+    ``--prune`` removed the harbor and openenv tags from a correct card (left open by an adversarial review).
+    A card that loses a tag is written only once the repo info's files are all in the listing."""
+    own = "---\nlicense: mit\ntags:\n- rl-environment\n- harbor\n- openenv\n---\n# Docs\n"
+    small_pages.create_repo("alice/cutprune", files={"README.md": own, **harbor_tasks("tasks", ["a"])})
+    assert detect(hub_tree(small_pages, "alice/cutprune")).tags == TAGS  # the whole listing: nothing stale
+    small_pages.listing_faults["alice/cutprune"] = "cut"
+    assert hub_tree(small_pages, "alice/cutprune").is_file("README.md")  # the card is listed, the tasks are not
+    refused = r"leaves out \d+ of its files \('tasks/.*the listing is incomplete; no tag removed, nothing written"
+    with pytest.raises(HubError, match=refused):
+        tag_hub_repo("alice/cutprune", prune=True, create_pr=how == "pull request")
+    assert card(small_pages, "alice/cutprune") == own and writes(small_pages) == []
+    result = tag_hub_repo("alice/cutprune", prune=True, dry_run=True)  # a dry run still says what it would do
+    assert result.plan.removed == ["rl-environment", "harbor", "openenv"]
+
+
 def test_a_listing_past_the_entry_cap_is_stopped(small_pages, monkeypatch):
     """Fresh entries on every page, without end, are stopped by the entry cap (lowered here from
     10 million so that the test does not list 10 million entries)."""

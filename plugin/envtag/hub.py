@@ -438,11 +438,31 @@ def repo_config_tags(tree: Tree) -> dict[str, str]:
     return {**{tag: "include-tags" for tag in own.include_tags}, **{tag: "exclude-tags" for tag in own.exclude_tags}}
 
 
+def check_listing_before_removal(tree: HubTree, result: TagResult) -> None:
+    """Before a card that loses a tag is written: the listing must name every file the repo holds. A listing cut
+    short (a proxy that drops the next-page link) leaves tasks out, and the tags of the frameworks that load
+    them look stale; the repo info's ``siblings`` name every file in one answer (asked only here: it is
+    megabytes for a large repo). Adding a tag needs no such check: what was listed is there."""
+    if not result.plan.removed:
+        return
+    names = tree.client.file_names(result.repo_id, result.repo_type, tree.sha)
+    if names is None:
+        raise HubError(f"{result.repo_id}: the Hub does not say which files {tree.sha[:12]} holds, so envtag cannot "
+                       f"tell its listing is complete; no tag removed, nothing written")
+    unlisted = sorted(names.difference(tree.oids, tree.dropped))
+    if unlisted:
+        raise HubError(f"{result.repo_id}: the listing of {tree.sha[:12]} leaves out {len(unlisted)} of its files "
+                       f"({unlisted[0]!r}...): the listing is incomplete; no tag removed, nothing written")
+
+
 def commit_card(tree: HubTree, result: TagResult, *, create_pr: bool, commit_message: str | None) -> None:
     """Commit README.md alone on top of the inspected revision (``parent_commit``), or open a PR. A PR's
     description carries envtag's marker; when another envtag run opened one at the same time, the younger of
-    the two is closed, so that at most one stays open."""
+    the two is closed, so that at most one stays open. A card that loses a tag is written only once the listing
+    is known to be complete (``check_listing_before_removal``)."""
     from huggingface_hub import CommitOperationAdd
+
+    check_listing_before_removal(tree, result)
 
     description = None
     if create_pr:
@@ -513,6 +533,7 @@ def propose(tree: HubTree, result: TagResult, commit_message: str | None = None)
         commit_card(tree, result, create_pr=True, commit_message=commit_message)
         return result.pr_url or "", "opened"
     num = nums[0]
+    check_listing_before_removal(tree, result)
     head = client.head_sha(result.repo_id, result.repo_type, f"refs/pr/{num}")
     proposed = client.read_file(result.repo_id, result.repo_type, head, CARD, CARD_CAP)
     if proposed is not None and proposed == result.plan.after.encode("utf-8"):

@@ -952,6 +952,16 @@ class Client:
             repo_id, repo_type=repo_type, revision=revision, expand=["sha"], timeout=timeouts().read))
         return checked_sha(info.sha, repo_id)
 
+    def file_names(self, repo_id: str, repo_type: str, sha: str) -> set[str] | None:
+        """Every file of the revision as the repo info's ``siblings`` names them, in one answer (None when the Hub
+        gives none): what a listing of linked pages is checked against before a tag is removed. One request, but
+        megabytes for a large repo, so it is asked only then."""
+        info = self.call("reading the repo", repo_id, lambda: self.api.repo_info(
+            repo_id, repo_type=repo_type, revision=sha, expand=["siblings"], timeout=timeouts().read))
+        if info.siblings is None:
+            return None
+        return {sibling.rfilename for sibling in info.siblings}
+
     def repo_exists(self, repo_id: str, repo_type: str) -> str | None:
         """The head sha when the repo exists (and the token can see it), None when it does not; HubError for
         anything but "not found"."""
