@@ -504,3 +504,51 @@ def test_tag_check_at_a_revision(tmp_path):
     assert (repo / "README.md").read_text(encoding="utf-8") == card  # --check writes nothing
     bad = envtag("tag", str(repo), "--check", "--rev", "nope")
     assert bad.returncode == 2 and "bad revision 'nope'" in bad.stderr
+
+
+def test_marker_files_are_read_ahead_as_git_has_them_and_only_those_of_the_set(tmp_path, monkeypatch, spawned):
+    """GitTree(read_ahead=names): a big revision's marker files (task.toml...) are read by one git of their own
+    while the file set is applied, and the reads find them held. What the set leaves out (a dot-directory, a copy
+    of a credential file) is not held, a credential file's name is never read ahead, and from a blob git cannot
+    give (missing from the store) on, the reads ask the batch as before."""
+    from envtag import gittree
+
+    monkeypatch.setattr(gittree, "BULK_READ_MIN", 4)
+    files = {f"t{i:02}/task.toml": f'name = "{i}"\n' for i in range(30)}
+    files |= {".venv/x/task.toml": "in a dot-directory\n", ".env": "TOKEN=1\n", "copy/task.toml": "TOKEN=1\n"}
+    repo = init(tmp_path / "repo", files)
+    commit(repo)
+    asked: list[str] = []
+    ask = gittree._CatFile.ask
+    monkeypatch.setattr(gittree._CatFile, "ask", lambda self, shas: ask(self, asked.extend(shas) or asked[-1:]))
+    spawned.clear()
+    tree = GitTree(repo, "HEAD", read_ahead=["task.toml", ".env"])
+    started = [git_command(cmd) for cmd, _ in spawned]
+    assert started.count("cat-file") == 2, started  # the batch (it resolves HEAD) and the read-ahead
+    ahead = spawned[started.index("cat-file", started.index("cat-file") + 1)][0]
+    assert ahead[-2:] == ["cat-file", "--batch"]
+    asked.clear()
+    assert {path: tree.read(path).decode() for path in files if path.startswith("t")} == \
+        {path: text for path, text in files.items() if path.startswith("t")}
+    assert asked == []  # every one held
+    for left_out in (".venv/x/task.toml", "copy/task.toml", ".env"):
+        assert not tree.is_file(left_out)
+        with pytest.raises(FileNotFoundError):
+            tree.read(left_out)
+    secret = git(repo, "rev-parse", "HEAD:.env")
+    assert secret not in tree._cache and git(repo, "rev-parse", "HEAD:.venv/x/task.toml") not in tree._cache
+    tree.close()
+
+    # a blob git lists but cannot read whole (its object file cut short): the answers are taken up to it, and from
+    # it on the reads ask the batch, which fails on that one as it did without reading ahead
+    broken = git(repo, "rev-parse", "HEAD:t10/task.toml")
+    path = repo / ".git" / "objects" / broken[:2] / broken[2:]
+    path.chmod(0o644)
+    path.write_bytes(path.read_bytes()[:20])  # zlib's first bytes: git still reads the size
+    tree = GitTree(repo, "HEAD", read_ahead=["task.toml"])
+    asked.clear()
+    assert tree.read("t09/task.toml") == b'name = "9"\n' and asked == []
+    assert tree.read("t29/task.toml") == b'name = "29"\n' and asked == [git(repo, "rev-parse", "HEAD:t29/task.toml")]
+    with pytest.raises(OSError):
+        tree.read("t10/task.toml")
+    tree.close()

@@ -37,7 +37,7 @@ def open_source(source: str | os.PathLike, *, rev: str | None = None, include: I
     elif rev is not None:
         from .gittree import GitTree  # git, only for a revision
 
-        tree = GitTree(text, rev, lfs=lfs)
+        tree = GitTree(text, rev, lfs=lfs, read_ahead=marker_names(get_registry()))
         config = load_config(tree)
     else:
         if not os.path.isdir(text):
@@ -46,6 +46,13 @@ def open_source(source: str | os.PathLike, *, rev: str | None = None, include: I
         # the whole set is walked, then narrowed: a link into a skipped folder counts as it does for push
         tree = LocalTree(text, force_include=config.force_include, include=include)
     return (NarrowedTree(tree, config.skip) if skip and config.skip else tree), config
+
+
+def marker_names(registry: Registry) -> set[str]:
+    """The exact file names the layouts give as their signals (task.toml, openenv.yaml, pyproject.toml): the files
+    their detectors read, which a git revision reads ahead."""
+    return {signal for layout in registry.layouts.values() for signal in layout.signals
+            if not any(char in signal for char in "*?[")}
 
 
 def load_config(tree: Tree) -> Config:

@@ -18,12 +18,12 @@ import tempfile
 from collections import Counter, deque
 from collections.abc import Iterable
 from functools import partial
-from itertools import repeat
+from itertools import compress, repeat
 from operator import itemgetter
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 from . import gitrun
-from .fileset import BAD_NAME, LINK, SECRET, filter_folders, filter_listing
+from .fileset import BAD_NAME, LINK, SECRET, filter_folders, filter_listing, is_secret
 from .gitrun import in_work_tree
 from .oids import LFS_POINTER_MAX, lfs_object_path, lfs_pointer
 from .tree import MAX_READ, FileTooLarge, Tree, TreeError, open_regular
@@ -35,6 +35,7 @@ MAX_LINK_BYTES = 4095  # PATH_MAX - 1: the longest link text a checkout can hold
 STREAM_LIMIT = 8 * 1024 * 1024  # a bigger blob is streamed, never held whole
 PREFETCH_FILE_MAX = MAX_READ  # prefetch and keep only marker-sized blobs; data files are read on demand
 PREFETCH_BUDGET = 128 * 1024 * 1024  # bytes of blobs a tree keeps, at most
+BULK_READ_MIN = 256  # marker files from which the listing's are read ahead by a git of their own (_read_ahead)
 
 # Why a listed entry is refused (reported as unreadable, never read, exported or uploaded). git itself writes
 # no such tree, but `git mktree` and `git hash-object -t tree --literally` do, and a clone takes them as given.
@@ -93,7 +94,8 @@ class GitTree(Tree):
     full_reads = True
     fork_safe = True  # after_fork gives a child its own git processes
 
-    def __init__(self, folder: str | os.PathLike, rev: str, skip: Iterable[str] = (), *, lfs: bool = False):
+    def __init__(self, folder: str | os.PathLike, rev: str, skip: Iterable[str] = (), *, lfs: bool = False,
+                 read_ahead: Iterable[str] = ()):
         folder = os.fspath(folder)
         rev = _usable_rev(rev)
         if not os.path.isdir(folder):
@@ -110,11 +112,16 @@ class GitTree(Tree):
         self._lfs: dict[str, tuple[str, int]] = {}  # path -> (LFS object file, size): pointers resolved (``lfs``)
         self._batch: _CatFile | None = None  # started on the first read
         self._parents_batch: _CatFile | None = None  # in a forked child: the parent's, kept, never used
+        self._ahead: _ReadAhead | None = None  # the files named in read_ahead, read by git meanwhile
         try:
             self.tree_id = self._resolve()  # the revision's root tree, pinned: a branch that moves changes nothing
-            self._list(*self._ls_tree())
+            listing = self._ls_tree()
+            self._ahead = self._read_ahead(read_ahead)
+            self._list(*listing)
             if lfs:
                 self._resolve_lfs()
+            if self._ahead is not None:
+                self._take_ahead()
         except OSError as exc:  # git cannot be started
             self.close()
             raise TreeError(f"reading a git revision needs the git command: {exc}") from None
@@ -191,6 +198,69 @@ class GitTree(Tree):
         if listed != len(entries):  # a name listed twice: which of its entries is meant is anyone's guess
             self._drop_duplicates(links, submodules)
         return links, submodules, folders
+
+    def _read_ahead(self, names: Iterable[str]) -> _ReadAhead | None:
+        """Start one ``git cat-file --batch`` of its own on every listed file of these base names (the layouts'
+        marker files: task.toml...), at most PREFETCH_FILE_MAX each, its answer going to a file: git reads them on
+        the other core while this process applies the file set, and the reads then find them in the cache (a
+        blob off the persistent batch costs a header line and a read in Python; a forked worker needs no git of
+        its own). Only when there are BULK_READ_MIN of them or more; a credential file's name is never one."""
+        names = {name for name in names if name and "/" not in name and not is_secret(name)}
+        if not names:
+            return None
+        entries = list(self._entries)
+        ends = tuple("/" + name for name in names)
+        paths = [*compress(entries, map(str.endswith, entries, repeat(ends))),
+                 *(name for name in names if name in self._entries)]
+        if len(paths) < BULK_READ_MIN:
+            return None
+        wanted: dict[str, tuple[str, int]] = {}  # blob id -> (a path of it, its size), in the order asked
+        budget = PREFETCH_BUDGET
+        for path, (mode, _, sha, size) in zip(paths, map(str.split, map(self._entries.__getitem__, paths)),
+                                              strict=True):
+            if mode[:3] == "100" and size.isdigit() and sha not in wanted:  # a file (a link's blob is its text)
+                size = int(size)
+                if size <= PREFETCH_FILE_MAX and size <= budget:
+                    budget -= size
+                    wanted[sha] = (path, size)
+        requests, answers = _scratch(), _scratch()
+        try:
+            requests.write("".join(sha + "\n" for sha in wanted).encode("ascii"))
+            requests.seek(0)
+            process = self._popen(["cat-file", "--batch"], stdin=requests, stdout=answers, stderr=subprocess.DEVNULL)
+        except OSError:  # git cannot be started: the reads ask the batch
+            answers.close()
+            return None
+        finally:
+            requests.close()
+        return _ReadAhead(process, answers, wanted)
+
+    def _take_ahead(self) -> None:
+        """Wait for the read-ahead git and keep the blobs of the files the set holds (what the file set applied
+        meanwhile left out is dropped unread). Each answer is where the sizes listed say it is, checked by its
+        header; from the first that is not (a blob missing from a partial clone), the rest is left to the reads."""
+        ahead, self._ahead = self._ahead, None
+        try:
+            ahead.process.wait()
+            ahead.answers.seek(0)
+            out = ahead.answers.read()
+        finally:
+            ahead.answers.close()
+        files, lfs, cache, located = self._files, self._lfs, self._cache, self._located
+        at, kept = 0, 0
+        for sha, (path, size) in ahead.wanted.items():
+            head = b"%s blob %d\n" % (sha.encode("ascii"), size)
+            if not out.startswith(head, at):
+                break
+            start = at + len(head)
+            at = start + size + 1
+            if at > len(out) or out[at - 1] != 10:  # cut short (git could not read it whole), or not where said
+                break
+            if path in files and path not in lfs:
+                cache[sha] = out[start:at - 1]
+                located[path] = (sha, size)
+                kept += size
+        self._cached_bytes += kept
 
     def _unsafe(self, path: str) -> bool:
         """Whether ``path`` has a part a checkout or an export cannot take as given (it is then kept in
@@ -478,11 +548,36 @@ class GitTree(Tree):
 
     def close(self) -> None:
         """Stop the git processes this tree started (they also stop when it is garbage collected)."""
+        if self._ahead is not None:
+            self._ahead.process.kill()
+            self._ahead.process.wait()
+            self._ahead.answers.close()
+            self._ahead = None
         if self._batch is not None:
             self._batch.stop()
             self._batch = None
         self._cache.clear()
         self._cached_bytes = 0
+
+
+def _scratch() -> BinaryIO:
+    """A file in memory (Linux's memfd), else an unnamed temporary file: the read-ahead's requests and answers,
+    which may hold the bytes of a file the set leaves out (read, never kept), are never written to a disk."""
+    if hasattr(os, "memfd_create"):
+        try:
+            return os.fdopen(os.memfd_create("envtag-read-ahead", os.MFD_CLOEXEC), "w+b")
+        except OSError:  # a kernel without memfd
+            pass
+    return tempfile.TemporaryFile()
+
+
+class _ReadAhead(NamedTuple):
+    """A read-ahead git (GitTree._read_ahead): the process, the file its answers go to, blob id -> (a path of it,
+    its size)."""
+
+    process: subprocess.Popen
+    answers: BinaryIO
+    wanted: dict[str, tuple[str, int]]
 
 
 def _suspect(paths: list[str]) -> bool:
