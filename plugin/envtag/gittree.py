@@ -424,7 +424,11 @@ class GitTree(Tree):
         """Ask git for these files' blobs now, in one go: it works through them while the caller parses
         the first ones, instead of a round trip per file."""
         budget, wanted = PREFETCH_BUDGET - self._cached_bytes, []
+        located, cache = self._located, self._cache
         for path in paths:
+            held = located.get(path)
+            if held is not None and held[0] in cache:  # read ahead, or read before
+                continue
             if path in self._files and path not in self._lfs:
                 sha, size = self._file(path)
                 if size <= min(PREFETCH_FILE_MAX, budget) and sha not in self._cache:
