@@ -119,10 +119,12 @@ def usable_name(name: str) -> bool:
     return True
 
 
-def filter_listing(paths: Iterable[str], root_name: str = "") -> tuple[set[str], list[tuple[str, str]]]:
+def filter_listing(paths: Iterable[str], root_name: str = "", *, names: list[str] | None = None,
+                   folders: set[str] | None = None) -> tuple[set[str], list[tuple[str, str]]]:
     """The rule applied to a listing of repo-relative file paths (a git revision, a Hub repo, memory).
     ``root_name``: the name of the folder the listing is of, for the secrets told by their folder's name
-    (``config.json`` in a listing of ``.docker``).
+    (``config.json`` in a listing of ``.docker``). ``names`` and ``folders``: each path's base name (in order)
+    and the folders holding them (their ancestors may be in it too), when the caller split the paths already.
 
     Returns (kept paths, [(left-out path, reason)]); a left-out folder is reported once, with a slash.
     Whole-list operations in C: each distinct file and folder name is judged once, folders to leave out are
@@ -132,9 +134,10 @@ def filter_listing(paths: Iterable[str], root_name: str = "") -> tuple[set[str],
     paths = list(paths)
     if not paths:
         return set(), []
-    split = list(map(str.rpartition, paths, repeat("/")))
-    names = list(map(itemgetter(2), split))
-    bad_folders, bad_names = _bad_parts(paths, names, set(map(itemgetter(0), split)))
+    if names is None or folders is None:
+        split = list(map(str.rpartition, paths, repeat("/")))
+        names, folders = list(map(itemgetter(2), split)), set(map(itemgetter(0), split))
+    bad_folders, bad_names = _bad_parts(paths, names, folders)
     sensitive = {n for n in set(names) if n.lower() in _FOLDER_SENSITIVE}
     if not bad_folders and not bad_names and not sensitive:
         return set(paths), []

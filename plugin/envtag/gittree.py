@@ -154,6 +154,7 @@ class GitTree(Tree):
         process = self._popen(["ls-tree", "-r", "-l", "-z", "--full-tree", f"{self.tree_id}:{self.prefix}"],
                               stderr=errors)
         entries, links, submodules, folders = self._entries, [], [], set()
+        names = self._listed_names = []  # each listed path's base name, in the listing's order (for the file set)
         rest: list[bytes] = []  # the start of a record not yet ended, in pieces (joined once it ends: linear)
         pending = 0  # its length
         listed = 0
@@ -183,7 +184,9 @@ class GitTree(Tree):
                 paths, metas = list(map(itemgetter(0), kept)), list(map(itemgetter(1), kept))
             listed += len(paths)
             entries.update(zip(paths, metas, strict=True))
-            folders.update(map(itemgetter(0), map(str.rpartition, paths, repeat("/"))))
+            split = list(map(str.rpartition, paths, repeat("/")))
+            folders.update(map(itemgetter(0), split))
+            names += map(itemgetter(2), split)
             if f"{MODE_LINK} " in text or f"{MODE_SUBMODULE} " in text:  # (or a path that holds such text)
                 links += [path for path, meta in zip(paths, metas, strict=True) if meta.startswith(MODE_LINK)]
                 submodules += [path for path, meta in zip(paths, metas, strict=True)
@@ -196,6 +199,7 @@ class GitTree(Tree):
         if status != 0:
             raise TreeError(self._bad_revision_message(error))
         if listed != len(entries):  # a name listed twice: which of its entries is meant is anyone's guess
+            self._listed_names = None
             self._drop_duplicates(links, submodules)
         return links, submodules, folders
 
@@ -306,7 +310,11 @@ class GitTree(Tree):
         if self.skip:
             listed = [path for path in listed if not self.skipped(path.rstrip("/"))]
         # the folder's own name counts for the secrets told by their folder (config.json of a .docker folder)
-        kept, left_out = filter_listing(listed, root_name=os.path.basename(os.path.realpath(self.folder)))
+        # the base names the listing split off, when they are still the listed paths' own
+        names = self._listed_names if self._listed_names is not None and len(listed) == len(self._listed_names) \
+            and not submodules and not self.skip else None
+        kept, left_out = filter_listing(listed, root_name=os.path.basename(os.path.realpath(self.folder)),
+                                        names=names, folders=folders if names is not None else None)
         self._drop_copies_of_secrets(kept, left_out)
         files = kept.difference(links, submodules) if links or submodules else kept
         folders.discard("")
@@ -323,6 +331,8 @@ class GitTree(Tree):
         # git's order (Tree._file_list); the files are listed paths, so as many of them as paths are all of them
         self._ordered = list(self._entries) if len(self._files) == len(self._entries) else \
             [path for path in self._entries if path in self._files]
+        if names is not None and len(self._ordered) == len(names):  # every listed path is a file of the set
+            self._ordered_names = names
         self.left_out = sorted(left_out)
         self.unreadable = [path.rstrip("/") for path, why in self.left_out if why == BAD_NAME]
         self.unreadable += [f"{path!r} ({why}, not read)" for path, why in sorted(set(self.unsafe))]

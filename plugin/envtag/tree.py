@@ -71,6 +71,7 @@ class Tree:
         self._dirs: set[str] = {"."}
         self._by_name: dict[str, list[str]] | None = None
         self._ordered: list[str] | None = None  # the files in listing order (see _file_list)
+        self._ordered_names: list[str] | None = None  # their base names, when the source split them off already
         self._sorted: list[str] | None = None  # the files sorted (see under)
         self.bytes_read = 0
         self.reads = 0
@@ -116,8 +117,9 @@ class Tree:
         """Base name -> the files of that name, sorted: built once, on the first look-up by name."""
         if self._by_name is None:
             files = self._file_list()
+            bases = self._ordered_names or map(itemgetter(2), map(str.rpartition, files, repeat("/")))
             index: dict[str, list[str]] = {}
-            for path, base in zip(files, map(itemgetter(2), map(str.rpartition, files, repeat("/"))), strict=True):
+            for path, base in zip(files, bases, strict=True):
                 index.setdefault(base, []).append(path)
             for paths in index.values():
                 paths.sort()
