@@ -261,3 +261,13 @@ def test_tag_author_makes_a_table_and_one_pr_per_repo_needing_tags(envtag, srv):
     assert code == 0 and rows["alice/a-harbor"]["action"] == "PR already open"
     assert rows["alice/a-harbor"]["detail"].endswith("/discussions/1")
     assert len(srv.pull_requests("alice/a-harbor")) == 1
+
+
+def test_tag_create_pr_at_a_commit_says_a_proposal_goes_on_main(envtag, srv):
+    """`tag hf://REPO@SHA --create-pr` failed with the Hub's "revision not found": a pull request is opened on top of
+    a branch, and envtag proposes on main's head. It is refused before anything is read, with the way out."""
+    srv.create_repo("alice/ts", files={"train.jsonl": jsonl([nemo_row(), nemo_row("Hi")]), "README.md": CARD})
+    sha = srv.head("alice/ts")
+    code, out, err = envtag("tag", f"hf://datasets/alice/ts@{sha}", "--create-pr")
+    assert code == 2 and writes(srv) == [] and srv.pull_requests("alice/ts") == [], out + err
+    assert f"@{sha[:12]}" in err and "a pull request goes on top of main" in err and "drop @" in err, err

@@ -386,6 +386,10 @@ def tag_hub_repo(repo_id: str, *, repo_type: str = "dataset", revision: str | No
     """
     if not is_hub_address(repo_id):
         check_repo_id(repo_id)
+    at = revision or (parse_hub_url(repo_id, endpoint=endpoint)[2] if is_hub_address(repo_id) else None)
+    if create_pr and is_commit_sha(at):  # the Hub opens a pull request from a branch; envtag's goes on main
+        raise HubError(f"{repo_id}: a pull request goes on top of main, not on commit @{at[:12]}: drop @{at[:12]} "
+                       "(envtag proposes its tags on main's head)")
     if not dry_run:
         token = write_token(token, "tagging a Hub repo")  # before any request: a read needs none, a commit does
     tree, result = inspect_repo(repo_id, repo_type=repo_type, revision=revision, prune=prune,
