@@ -552,3 +552,42 @@ def test_marker_files_are_read_ahead_as_git_has_them_and_only_those_of_the_set(t
     with pytest.raises(OSError):
         tree.read("t10/task.toml")
     tree.close()
+
+
+def test_an_interrupt_while_waiting_for_the_read_ahead_stops_its_git(tmp_path, monkeypatch, spawned):
+    """Ctrl-C while GitTree waits for its read-ahead git: the tree is closed and that git stopped too (it kept
+    running: its wait had already let go of it, an adversarial review)."""
+    from envtag import gittree
+
+    monkeypatch.setattr(gittree, "BULK_READ_MIN", 4)
+    repo = init(tmp_path / "repo", {f"t{i}/task.toml": f"n = {i}\n" for i in range(8)})
+    commit(repo)
+    started = gittree.GitTree._read_ahead
+
+    def interrupted(self, names):
+        ahead = started(self, names)
+
+        class Waiting:  # the read-ahead git, whose first wait is interrupted
+            def __init__(self, process):
+                self.process, self.interrupted = process, False
+
+            def wait(self, *args, **kwargs):
+                if not self.interrupted:
+                    self.interrupted = True
+                    raise KeyboardInterrupt
+                return self.process.wait(*args, **kwargs)
+
+            def kill(self):
+                killed.append(self.process)
+                self.process.kill()
+
+        return ahead._replace(process=Waiting(ahead.process))
+
+    killed: list = []
+
+    monkeypatch.setattr(gittree.GitTree, "_read_ahead", interrupted)
+    spawned.clear()
+    with pytest.raises(KeyboardInterrupt):
+        GitTree(repo, "HEAD", read_ahead=["task.toml"])
+    assert [git_command(cmd) for cmd, _ in spawned].count("cat-file") == 2
+    assert len(killed) == 1 and all(process.poll() is not None for _, process in spawned)  # (a small one ends anyway)

@@ -208,6 +208,12 @@ def test_a_listing_cut_short_never_removes_a_tag(small_pages, how):
     assert card(small_pages, "alice/cutprune") == own and writes(small_pages) == []
     result = tag_hub_repo("alice/cutprune", prune=True, dry_run=True)  # a dry run still says what it would do
     assert result.plan.removed == ["rl-environment", "harbor", "openenv"]
+    info_json = small_pages._info_json  # a repo info naming no file (or fewer than listed) is no answer either
+    small_pages._info_json = lambda *args, **kwargs: {**info_json(*args, **kwargs), "siblings": []}
+    with pytest.raises(HubError, match="does not say which files .* holds, so envtag cannot tell its listing is "
+                                       "complete; no tag removed, nothing written"):
+        tag_hub_repo("alice/cutprune", prune=True, create_pr=how == "pull request")
+    assert card(small_pages, "alice/cutprune") == own and writes(small_pages) == []
 
 
 def test_a_listing_past_the_entry_cap_is_stopped(small_pages, monkeypatch):

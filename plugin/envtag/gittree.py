@@ -23,7 +23,7 @@ from operator import itemgetter
 from typing import Any, BinaryIO, NamedTuple
 
 from . import gitrun
-from .fileset import BAD_NAME, LINK, SECRET, filter_folders, filter_listing, is_secret
+from .fileset import BAD_NAME, LINK, SECRET, SECRET_IN_FOLDER, filter_folders, filter_listing, is_secret
 from .gitrun import in_work_tree
 from .oids import LFS_POINTER_MAX, lfs_object_path, lfs_pointer
 from .tree import MAX_READ, FileTooLarge, Tree, TreeError, open_regular
@@ -209,7 +209,8 @@ class GitTree(Tree):
         the other core while this process applies the file set, and the reads then find them in the cache (a
         blob off the persistent batch costs a header line and a read in Python; a forked worker needs no git of
         its own). Only when there are BULK_READ_MIN of them or more; a credential file's name is never one."""
-        names = {name for name in names if name and "/" not in name and not is_secret(name)}
+        names = {name for name in names if name and "/" not in name and not is_secret(name)
+                 and not any(is_secret(name, folder) for folder, _ in SECRET_IN_FOLDER)}
         if not names:
             return None
         entries = list(self._entries)
@@ -243,15 +244,16 @@ class GitTree(Tree):
         """Wait for the read-ahead git and keep the blobs of the files the set holds (what the file set applied
         meanwhile left out is dropped unread). Each answer is where the sizes listed say it is, checked by its
         header; from the first that is not (a blob missing from a partial clone), the rest is left to the reads."""
-        ahead, self._ahead = self._ahead, None
+        ahead = self._ahead
+        ahead.process.wait()  # (interrupted: close() stops it)
+        self._ahead = None
         try:
-            ahead.process.wait()
             ahead.answers.seek(0)
             out = ahead.answers.read()
         finally:
             ahead.answers.close()
         files, lfs, cache, located = self._files, self._lfs, self._cache, self._located
-        at, kept = 0, 0
+        at, kept, room = 0, 0, PREFETCH_BUDGET - self._cached_bytes
         for sha, (path, size) in ahead.wanted.items():
             head = b"%s blob %d\n" % (sha.encode("ascii"), size)
             if not out.startswith(head, at):
@@ -260,7 +262,7 @@ class GitTree(Tree):
             at = start + size + 1
             if at > len(out) or out[at - 1] != 10:  # cut short (git could not read it whole), or not where said
                 break
-            if path in files and path not in lfs:
+            if path in files and path not in lfs and sha not in cache and kept + size <= room:
                 cache[sha] = out[start:at - 1]
                 located[path] = (sha, size)
                 kept += size

@@ -450,7 +450,7 @@ def check_listing_before_removal(tree: HubTree, result: TagResult) -> None:
     if not result.plan.removed:
         return
     names = tree.client.file_names(result.repo_id, result.repo_type, tree.sha)
-    if names is None:
+    if names is None or not names.issuperset(tree.oids):  # (an empty or partial answer is no answer)
         raise HubError(f"{result.repo_id}: the Hub does not say which files {tree.sha[:12]} holds, so envtag cannot "
                        f"tell its listing is complete; no tag removed, nothing written")
     unlisted = sorted(names.difference(tree.oids, tree.dropped))

@@ -1138,6 +1138,8 @@ def _search(prog: list, text: str) -> tuple[bool, bool]:
     moves between positions where ``^`` and ``$`` cannot hold are kept in the program (``_Program``)."""
     if not isinstance(prog, _Program):
         prog = _Program(prog)
+    if prog.room[0] <= 0:  # the task's room is spent: nothing more is kept, and building states would only cost
+        return _plain_search(prog, text)
     n = len(text)
     plain = n - 2 if text.endswith("\n") else n - 1  # a move from a position before it cannot meet ``$``
     moves, states, reads = prog.moves, prog.states, prog.reads
@@ -1174,6 +1176,34 @@ def _search(prog: list, text: str) -> tuple[bool, bool]:
         if pos < plain:
             prog.keep(move, after)
         state = after
+    return found is not None, bool(found)
+
+
+def _plain_search(prog: _Program, text: str) -> tuple[bool, bool]:
+    """``_search`` running every thread at every position, keeping nothing."""
+    n, reads = len(text), prog.reads
+    threads: list = []
+    _add(prog, text, threads, set(), 0, False, 0)
+    found: bool | None = None
+    for pos in range(n + 1):
+        following: list = []
+        seen: set = set()
+        for pc, mark in threads:
+            if prog[pc][0] == "match":
+                found = mark
+                break  # lower-priority threads lose to this match
+            if pos < n and _test(prog[pc][1], text[pos]):
+                if reads[pc + 1]:
+                    if pc + 1 not in seen:
+                        seen.add(pc + 1)
+                        following.append((pc + 1, mark))
+                else:
+                    _add(prog, text, following, seen, pc + 1, mark, pos + 1)
+        if pos < n and found is None:
+            _add(prog, text, following, seen, 0, False, pos + 1)
+        threads = following
+        if not threads:
+            break
     return found is not None, bool(found)
 
 
