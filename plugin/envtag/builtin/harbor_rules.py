@@ -1142,7 +1142,7 @@ def _search(prog: list, text: str) -> tuple[bool, bool]:
         return _plain_search(prog, text)
     n = len(text)
     plain = n - 2 if text.endswith("\n") else n - 1  # a move from a position before it cannot meet ``$``
-    moves, states, reads = prog.moves, prog.states, prog.reads
+    moves, states = prog.moves, prog.states
     threads: list = []
     _add(prog, text, threads, set(), 0, False, 0)
     state = prog.state(threads)
@@ -1158,18 +1158,7 @@ def _search(prog: list, text: str) -> tuple[bool, bool]:
         if number is not None:
             state = states[number]
             continue
-        following: list = []
-        seen: set = set()
-        for pc, mark in state.threads:
-            if _test(prog[pc][1], char):
-                if reads[pc + 1]:  # the next step reads a character (or matches): no need to follow steps
-                    if pc + 1 not in seen:
-                        seen.add(pc + 1)
-                        following.append((pc + 1, mark))
-                else:
-                    _add(prog, text, following, seen, pc + 1, mark, pos + 1)
-        if searching:
-            _add(prog, text, following, seen, 0, False, pos + 1)
+        following = _step(prog, text, state.threads, pos, searching)
         if not following:
             break
         after = prog.state(following)
@@ -1181,30 +1170,41 @@ def _search(prog: list, text: str) -> tuple[bool, bool]:
 
 def _plain_search(prog: _Program, text: str) -> tuple[bool, bool]:
     """``_search`` running every thread at every position, keeping nothing."""
-    n, reads = len(text), prog.reads
+    n = len(text)
     threads: list = []
     _add(prog, text, threads, set(), 0, False, 0)
     found: bool | None = None
     for pos in range(n + 1):
-        following: list = []
-        seen: set = set()
-        for pc, mark in threads:
+        for cut, (pc, mark) in enumerate(threads):
             if prog[pc][0] == "match":
-                found = mark
-                break  # lower-priority threads lose to this match
-            if pos < n and _test(prog[pc][1], text[pos]):
-                if reads[pc + 1]:
-                    if pc + 1 not in seen:
-                        seen.add(pc + 1)
-                        following.append((pc + 1, mark))
-                else:
-                    _add(prog, text, following, seen, pc + 1, mark, pos + 1)
-        if pos < n and found is None:
-            _add(prog, text, following, seen, 0, False, pos + 1)
-        threads = following
+                found = mark  # lower-priority threads lose to this match
+                threads = threads[:cut]
+                break
+        if pos == n:
+            break
+        threads = _step(prog, text, threads, pos, found is None)
         if not threads:
             break
     return found is not None, bool(found)
+
+
+def _step(prog: _Program, text: str, threads: Iterable[tuple[int, bool]], pos: int, searching: bool) -> list:
+    """The threads after reading ``text[pos]`` (the live ones, in priority order), and a new start when no match
+    was found yet."""
+    following: list = []
+    seen: set = set()
+    char, reads = text[pos], prog.reads
+    for pc, mark in threads:
+        if _test(prog[pc][1], char):
+            if reads[pc + 1]:  # the next step reads a character (or matches): no need to follow steps
+                if pc + 1 not in seen:
+                    seen.add(pc + 1)
+                    following.append((pc + 1, mark))
+            else:
+                _add(prog, text, following, seen, pc + 1, mark, pos + 1)
+    if searching:
+        _add(prog, text, following, seen, 0, False, pos + 1)
+    return following
 
 
 def check(patterns: list[tuple[bool, list]], path: str) -> bool | None:
