@@ -18,8 +18,9 @@ import tempfile
 from collections import Counter, deque
 from collections.abc import Iterable
 from functools import partial
-from itertools import compress, repeat
-from operator import itemgetter
+from bisect import bisect_right
+from itertools import accumulate, compress, count, islice, repeat
+from operator import add, and_, itemgetter, not_
 from typing import Any, BinaryIO, NamedTuple
 
 from . import gitrun
@@ -219,18 +220,17 @@ class GitTree(Tree):
                  *(name for name in names if name in self._entries)]
         if len(paths) < BULK_READ_MIN:
             return None
-        wanted: dict[str, tuple[str, int]] = {}  # blob id -> (a path of it, its size), in the order asked
-        budget = PREFETCH_BUDGET
-        for path, (mode, _, sha, size) in zip(paths, map(str.split, map(self._entries.__getitem__, paths)),
-                                              strict=True):
-            if mode[:3] == "100" and size.isdigit() and sha not in wanted:  # a file (a link's blob is its text)
-                size = int(size)
-                if size <= PREFETCH_FILE_MAX and size <= budget:
-                    budget -= size
-                    wanted[sha] = (path, size)
+        modes, _, shas, sizes = zip(*map(str.split, map(self._entries.__getitem__, paths)))
+        sizes = [int(size) if size.isdigit() else PREFETCH_BUDGET for size in sizes]  # ("-" for a submodule)
+        files = map(and_, map(str.startswith, modes, repeat("100")),  # a file (a link's blob is its text)...
+                    map(PREFETCH_FILE_MAX.__ge__, sizes))  # ...small enough
+        wanted = dict(compress(zip(shas, zip(paths, sizes)), files))  # blob id -> (a path of it, its size)
+        held = bisect_right(list(accumulate(map(itemgetter(1), wanted.values()))), PREFETCH_BUDGET)
+        if held < len(wanted):
+            wanted = dict(islice(wanted.items(), held))
         requests, answers = _scratch(), _scratch()
         try:
-            requests.write("".join(sha + "\n" for sha in wanted).encode("ascii"))
+            requests.write(("\n".join(wanted) + "\n").encode("ascii"))
             requests.seek(0)
             process = self._popen(["cat-file", "--batch"], stdin=requests, stdout=answers, stderr=subprocess.DEVNULL)
         except OSError:  # git cannot be started: the reads ask the batch
@@ -243,7 +243,8 @@ class GitTree(Tree):
     def _take_ahead(self) -> None:
         """Wait for the read-ahead git and keep the blobs of the files the set holds (what the file set applied
         meanwhile left out is dropped unread). Each answer is where the sizes listed say it is, checked by its
-        header; from the first that is not (a blob missing from a partial clone), the rest is left to the reads."""
+        header; from the first that is not (a blob missing from a partial clone), the rest is left to the reads.
+        In whole-list operations: a loop per blob was a tenth of the tree's construction."""
         ahead = self._ahead
         ahead.process.wait()  # (interrupted: close() stops it)
         self._ahead = None
@@ -252,21 +253,28 @@ class GitTree(Tree):
             out = ahead.answers.read()
         finally:
             ahead.answers.close()
-        files, lfs, cache, located = self._files, self._lfs, self._cache, self._located
-        at, kept, room = 0, 0, PREFETCH_BUDGET - self._cached_bytes
-        for sha, (path, size) in ahead.wanted.items():
-            head = b"%s blob %d\n" % (sha.encode("ascii"), size)
-            if not out.startswith(head, at):
-                break
-            start = at + len(head)
-            at = start + size + 1
-            if at > len(out) or out[at - 1] != 10:  # cut short (git could not read it whole), or not where said
-                break
-            if path in files and path not in lfs and sha not in cache and kept + size <= room:
-                cache[sha] = out[start:at - 1]
-                located[path] = (sha, size)
-                kept += size
-        self._cached_bytes += kept
+        if not ahead.wanted:
+            return
+        shas = list(ahead.wanted)
+        paths, sizes = map(list, zip(*ahead.wanted.values()))
+        heads = list(map(b"%s blob %d\n".__mod__, zip(map(str.encode, shas), sizes)))
+        ends = list(accumulate(map(add, map(len, heads), map((1).__add__, sizes))))  # an answer: header, blob, LF
+        heads_at = [0, *ends[:-1]]
+        whole = bisect_right(ends, len(out))  # the answers written whole
+        where_said = map(and_, map(out.startswith, heads[:whole], heads_at),
+                         map((10).__eq__, map(out.__getitem__, map((-1).__add__, ends[:whole]))))
+        good = next(compress(count(), map(not_, where_said)), whole)  # the first answer not where said, or all
+        starts = list(map(add, heads_at[:good], map(len, heads)))
+        keep = map(and_, map(self._files.__contains__, paths[:good]), map(not_, map(self._cache.__contains__, shas)))
+        if self._lfs:
+            keep = map(and_, keep, map(not_, map(self._lfs.__contains__, paths)))
+        kept = list(compress(zip(shas, paths, sizes, starts, ends), keep))
+        kept = kept[:bisect_right(list(accumulate(map(itemgetter(2), kept))), PREFETCH_BUDGET - self._cached_bytes)]
+        if kept:
+            shas, paths, sizes, starts, ends = zip(*kept)
+            self._cache.update(zip(shas, map(out.__getitem__, map(slice, starts, map((-1).__add__, ends)))))
+            self._located.update(zip(paths, zip(shas, sizes)))
+            self._cached_bytes += sum(sizes)
 
     def _unsafe(self, path: str) -> bool:
         """Whether ``path`` has a part a checkout or an export cannot take as given (it is then kept in
