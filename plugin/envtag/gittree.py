@@ -15,10 +15,10 @@ import os
 import stat
 import subprocess
 import tempfile
+from bisect import bisect_right
 from collections import Counter, deque
 from collections.abc import Iterable
 from functools import partial
-from bisect import bisect_right
 from itertools import accumulate, compress, count, islice, repeat
 from operator import add, and_, itemgetter, not_
 from typing import Any, BinaryIO, NamedTuple
@@ -220,11 +220,12 @@ class GitTree(Tree):
                  *(name for name in names if name in self._entries)]
         if len(paths) < BULK_READ_MIN:
             return None
-        modes, _, shas, sizes = zip(*map(str.split, map(self._entries.__getitem__, paths)))
+        modes, _, shas, sizes = zip(*map(str.split, map(self._entries.__getitem__, paths)), strict=True)
         sizes = [int(size) if size.isdigit() else PREFETCH_BUDGET for size in sizes]  # ("-" for a submodule)
         files = map(and_, map(str.startswith, modes, repeat("100")),  # a file (a link's blob is its text)...
                     map(PREFETCH_FILE_MAX.__ge__, sizes))  # ...small enough
-        wanted = dict(compress(zip(shas, zip(paths, sizes)), files))  # blob id -> (a path of it, its size)
+        # blob id -> (a path of it, its size)
+        wanted = dict(compress(zip(shas, zip(paths, sizes, strict=True), strict=True), files))
         held = bisect_right(list(accumulate(map(itemgetter(1), wanted.values()))), PREFETCH_BUDGET)
         if held < len(wanted):
             wanted = dict(islice(wanted.items(), held))
@@ -256,8 +257,8 @@ class GitTree(Tree):
         if not ahead.wanted:
             return
         shas = list(ahead.wanted)
-        paths, sizes = map(list, zip(*ahead.wanted.values()))
-        heads = list(map(b"%s blob %d\n".__mod__, zip(map(str.encode, shas), sizes)))
+        paths, sizes = map(list, zip(*ahead.wanted.values(), strict=True))
+        heads = list(map(b"%s blob %d\n".__mod__, zip(map(str.encode, shas), sizes, strict=True)))
         ends = list(accumulate(map(add, map(len, heads), map((1).__add__, sizes))))  # an answer: header, blob, LF
         heads_at = [0, *ends[:-1]]
         whole = bisect_right(ends, len(out))  # the answers written whole
@@ -268,12 +269,13 @@ class GitTree(Tree):
         keep = map(and_, map(self._files.__contains__, paths[:good]), map(not_, map(self._cache.__contains__, shas)))
         if self._lfs:
             keep = map(and_, keep, map(not_, map(self._lfs.__contains__, paths)))
-        kept = list(compress(zip(shas, paths, sizes, starts, ends), keep))
+        kept = list(compress(zip(shas, paths, sizes, starts, ends, strict=False), keep))  # (the good ones)
         kept = kept[:bisect_right(list(accumulate(map(itemgetter(2), kept))), PREFETCH_BUDGET - self._cached_bytes)]
         if kept:
-            shas, paths, sizes, starts, ends = zip(*kept)
-            self._cache.update(zip(shas, map(out.__getitem__, map(slice, starts, map((-1).__add__, ends)))))
-            self._located.update(zip(paths, zip(shas, sizes)))
+            shas, paths, sizes, starts, ends = zip(*kept, strict=True)
+            blobs = map(out.__getitem__, map(slice, starts, map((-1).__add__, ends)))
+            self._cache.update(zip(shas, blobs, strict=True))
+            self._located.update(zip(paths, zip(shas, sizes, strict=True), strict=True))
             self._cached_bytes += sum(sizes)
 
     def _unsafe(self, path: str) -> bool:
