@@ -295,7 +295,8 @@ def _reader_verdicts(tag: str, framework, layout: str, tasks: list[Task], proble
         answer = list(reader.check(tasks, tree) if reader.tree else reader.check(tasks))
         if len(answer) != len(tasks):
             raise _PluginBug(f"returned {len(answer)} verdicts for {len(tasks)} tasks")
-        verdicts = [_refusal(v) for v in answer]
+        # (a whole-list check first: a reader mostly answers None, or one shared Refusal, for every task)
+        verdicts = answer if set(map(type, answer)) <= _VERDICT_TYPES else [_refusal(v) for v in answer]
     except _PluginBug as exc:
         why = f"the {tag} reader check of {layout} {exc} (a bug of plugin {framework.tag!r}); nothing read"
         problems.append(Problem(".", why, layout=layout, framework=tag, undecided=True))
@@ -305,6 +306,9 @@ def _reader_verdicts(tag: str, framework, layout: str, tasks: list[Task], proble
         problems.append(Problem(".", why, layout=layout, framework=tag, undecided=True))
         return [Refusal(why)] * len(tasks)
     return verdicts
+
+
+_VERDICT_TYPES = frozenset({type(None), Refusal})
 
 
 class _PluginBug(Exception):
