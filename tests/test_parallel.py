@@ -437,3 +437,73 @@ def test_a_split_walk_names_the_same_blocking_gitignore(tmp_path, monkeypatch, f
         assert listing(LocalTree(repo)) == serial
         monkeypatch.setattr(tree_module, "SERIAL_FOLDERS", 5000)
     assert forks
+
+
+def open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def test_results_of_any_picklable_kind_come_back_from_the_children(tmp_path, monkeypatch, forks):
+    """A part's results sent as soon as the part is done are the child's whole answer, whatever their type (a
+    tuple here): the parent does not compute them again (an adversarial review: only lists were taken)."""
+    parent = os.getpid()
+    tree = LocalTree(build(tmp_path / "repo", {"a.txt": "x"}))
+    here: list[int] = []
+
+    def judge(items):
+        if os.getpid() == parent:
+            here.extend(items)
+            time.sleep(0.01)  # the children take their share
+        return tuple(item * 2 for item in items)
+
+    assert parallel.split_map(judge, list(range(400)), tree) == [item * 2 for item in range(400)]
+    assert len(forks) == 3 and len(here) < 400
+
+
+def test_a_ctrl_c_as_a_child_is_forked_stops_that_child_too(tmp_path, monkeypatch, forks):
+    """SIGINT arriving as fork() returns in this process: the child is recorded first, then stopped and reaped, its
+    pipe closed (an adversarial review: it was left blocked on a full pipe, both ends open here)."""
+    import signal
+
+    tree = LocalTree(build(tmp_path / "repo", {"a.txt": "x"}))
+    counting_fork = parallel.os.fork
+
+    def fork() -> int:
+        pid = counting_fork()
+        if pid:
+            os.kill(os.getpid(), signal.SIGINT)
+        return pid
+
+    monkeypatch.setattr(parallel.os, "fork", fork)
+    before = open_fds()
+    with pytest.raises(KeyboardInterrupt):
+        parallel.split_map(lambda part: [b"x" * 100_000 for _ in part], list(range(400)), tree)
+    assert open_fds() == before
+    assert forks
+    for pid in forks:  # killed and waited for
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def test_a_ctrl_c_just_after_a_childs_pipe_is_closed_closes_nothing_twice(tmp_path, monkeypatch, forks):
+    """An interrupt between closing a child's pipe and forgetting it: the KeyboardInterrupt is what comes out (not
+    EBADF from closing the pipe again), and every child is reaped (an adversarial review)."""
+    tree = LocalTree(build(tmp_path / "repo", {"a.txt": "x"}))
+    real_close = os.close
+    fired: list[int] = []
+
+    def close(fd: int) -> None:
+        real_close(fd)
+        if not fired and sys._getframe(2).f_code.co_name == "finish":
+            fired.append(fd)
+            raise KeyboardInterrupt  # as the SIGINT handler would, on the next bytecode
+
+    monkeypatch.setattr(parallel.os, "close", close)
+    before = open_fds()
+    with pytest.raises(KeyboardInterrupt):
+        parallel.split_map(lambda part: list(part), list(range(400)), tree)
+    monkeypatch.undo()
+    assert fired and open_fds() == before
+    for pid in forks:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)

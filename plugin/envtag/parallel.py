@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
@@ -88,20 +89,28 @@ def split_map(fn: Callable[[Sequence[Item]], list[Result]], items: Sequence[Item
     parent = os.getpid()
     try:
         for _ in range(1, min(count, len(chunks))):
+            # Ctrl-C waits until the child is recorded (it is then stopped); between fork() and that, it would be
+            # left running, its pipe open
+            mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
             try:
-                read_end, write_end = os.pipe()
                 try:
-                    pid = os.fork()
-                except OSError:
-                    os.close(read_end)
-                    os.close(write_end)
-                    raise
-            except OSError:  # out of descriptors or processes: fewer processes take the chunks
-                break
-            if pid == 0:  # the child: never returns into the caller's code
-                _child(fn, chunks, tickets, tree, read_end, write_end, [child.read_end for child in children], parent)
-            os.close(write_end)
-            children.append(_Child(pid, read_end))
+                    read_end, write_end = os.pipe()
+                    try:
+                        pid = os.fork()
+                    except OSError:
+                        os.close(read_end)
+                        os.close(write_end)
+                        raise
+                except OSError:  # out of descriptors or processes: fewer processes take the chunks
+                    break
+                if pid == 0:  # the child: never returns into the caller's code
+                    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+                    _child(fn, chunks, tickets, tree, read_end, write_end, [child.read_end for child in children],
+                           parent)
+                os.close(write_end)
+                children.append(_Child(pid, read_end))
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         failed = _work(fn, chunks, tickets, done.__setitem__, between=lambda: [child.take() for child in children])
         while children:
             done.update(children[0].finish(tree) or {})
@@ -180,8 +189,7 @@ class _Child:
         os.set_blocking(self.read_end, True)
         while data := os.read(self.read_end, PIPE_BYTES):  # (interrupted: split_map stops the child)
             self.buffer += data
-        os.close(self.read_end)
-        self.read_end = -1
+        self._close()
         status = _reap(self.pid)
         self._unpack()
         if status != 0 or self.broken or self.counts is None or self.buffer:
@@ -191,9 +199,14 @@ class _Child:
         return self.results
 
     def stop(self) -> None:
-        if self.read_end >= 0:
-            os.close(self.read_end)
+        self._close()
         _reap(self.pid, kill=True)
+
+    def _close(self) -> None:
+        """Close the pipe once (forgotten before it is closed: an interrupt right after cannot close it twice)."""
+        read_end, self.read_end = self.read_end, -1
+        if read_end >= 0:
+            os.close(read_end)
 
     def _unpack(self) -> None:
         """Unpickle the whole messages in the buffer: (chunk number, results), then (None, read counts)."""
@@ -214,8 +227,6 @@ class _Child:
 
 def _reap(pid: int, kill: bool = False) -> int | None:
     """Wait for a child; its exit code, or None when it cannot be waited for (SIGCHLD ignored)."""
-    import signal
-
     try:
         if kill:
             os.kill(pid, signal.SIGKILL)
@@ -267,4 +278,4 @@ def _unpickle(data: bytes) -> tuple[int | None, Any] | None:
     index, value = message
     if index is None:
         return message if isinstance(value, tuple) and len(value) == 2 else None
-    return message if isinstance(index, int) and isinstance(value, list) else None
+    return message if type(index) is int else None
