@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from itertools import repeat
+from itertools import compress, repeat
+from operator import add, attrgetter, eq, not_, or_
 
 from .config import Config, parse_config
 from .errors import ConfigError, FileTooLarge, OutsideFile, ParseFailure, source_failed
@@ -337,21 +338,21 @@ def _detection_bug(detection: Detection) -> str | None:
         return None
     if set(map(type, tasks)) != {Task}:
         return "its tasks must be envtag.Task objects"
-    counts = [t.count for t in tasks]
+    counts = list(map(attrgetter("count"), tasks))
     if set(map(type, counts)) != {int} or min(counts) < 1:
         return "a Task count must be a whole number of at least 1"
-    by_root: dict[str, list[str]] = {}
-    for task in tasks:
-        by_root.setdefault(task.root, []).append(task.path)
-    values = [*by_root, *(t.path for t in tasks)]
-    if set(map(type, values)) != {str}:
+    paths, roots = list(map(attrgetter("path"), tasks)), list(map(attrgetter("root"), tasks))
+    if set(map(type, paths)) | set(map(type, roots)) != {str}:
         return "a Task path and root must be strings"
-    joined = "\0" + "\0".join(values) + "\0"  # every path between NULs: one scan for all of them
+    joined = "\0" + "\0".join([*set(roots), *paths]) + "\0"  # every path between NULs: one scan for all of them
     if any(mark in joined for mark in ("\0\0", "\0/", "\0./", "\0../", "/\0", "/./", "/../", "/..\0", "//", "\\")):
         return "a Task path or root is not a repo-relative POSIX path ('.' for the repo root, no '..')"
-    for root, paths in by_root.items():  # each path is its root, or below it
-        if root != "." and sum(map(str.startswith, paths, repeat(root + "/"))) + paths.count(root) != len(paths):
-            return f"Task root {root!r} does not hold all of its tasks' paths"
+    # each path is its root, or below it ("." holds them all)
+    held = map(or_, map(or_, map(str.startswith, paths, map(add, roots, repeat("/"))), map(eq, paths, roots)),
+               map(eq, roots, repeat(".")))
+    stray = next(compress(roots, map(not_, held)), None)
+    if stray is not None:
+        return f"Task root {stray!r} does not hold all of its tasks' paths"
     return None
 
 

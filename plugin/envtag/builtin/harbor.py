@@ -6,6 +6,7 @@ import functools
 import json
 import re
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 from envtag.sdk import (
@@ -403,7 +404,8 @@ def detect(tree: Tree) -> Detection:
             found.tasks.append(verdict)
         else:
             found.problems.append(verdict)
-    _inherit_sampled_facts(found.tasks)
+    if len(to_read) < len(task_dirs):  # a sample was read: the others are inferred from it
+        _inherit_sampled_facts(found.tasks)
     _own_roots_inside_tasks(found.tasks)
     _legacy_terminal_bench(tree, found)
     _evidence(tree, found)
@@ -533,7 +535,9 @@ def _inherit_sampled_facts(tasks: list[Task]) -> None:
 def _own_roots_inside_tasks(tasks: list[Task]) -> None:
     """A task whose parent folder is itself a task is its own root: ``harbor run -p PARENT`` runs the parent as one
     task (``Task.is_valid_dir`` comes first), never the tasks inside it; ``harbor run -p TASK`` runs it."""
-    paths = {task.path for task in tasks}
+    paths = set(map(attrgetter("path"), tasks))
+    if paths.isdisjoint(map(attrgetter("root"), tasks)):  # the usual repo: no task is another's root
+        return
     for task in tasks:
         if task.root != task.path and task.root in paths:
             task.root = task.path

@@ -29,6 +29,8 @@ import json
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 from envtag.sdk import (
@@ -473,26 +475,27 @@ def harbor_refusals(task_dirs: Iterable[str], task_toml_dirs: Iterable[str]) -> 
     holding = {d for d in task_toml_dirs if d.startswith(prefix)}
     flat = sorted(d for d in holding if "/" not in d[len(prefix):])
     outer_of = _OuterTask(prefix, holding)
-    verdicts: list[str | None] = []
-    for d in task_dirs:
+
+    def verdict(d: str) -> str | None:
         if not d.startswith(prefix):
-            verdicts.append(f"not under {prefix} (OpenEnv's Harbor loader downloads only {rule['allow_patterns'][0]})")
-            continue
+            return f"not under {prefix} (OpenEnv's Harbor loader downloads only {rule['allow_patterns'][0]})"
         levels = d.count("/", len(prefix)) + 1
         if flat and levels > 1:
             top = d[len(prefix):].partition("/")[0]
-            verdicts.append(f"below {prefix}{top}/ while {flat[0]} holds a {rule['task_file']}: OpenEnv then "
-                            f"reads only the folders directly in {prefix}")
-            continue
+            return (f"below {prefix}{top}/ while {flat[0]} holds a {rule['task_file']}: OpenEnv then reads only the "
+                    f"folders directly in {prefix}")
         outer = outer_of(d.rpartition("/")[0])
         if outer is not None:
-            verdicts.append(f"inside {outer}, which holds a {rule['task_file']}: OpenEnv does not search a task's "
-                            "folders")
-        elif levels > depth:
-            verdicts.append(f"{levels} levels below {prefix}: OpenEnv searches {depth}")
-        else:
-            verdicts.append(None)
-    return verdicts
+            return f"inside {outer}, which holds a {rule['task_file']}: OpenEnv does not search a task's folders"
+        if levels > depth:
+            return f"{levels} levels below {prefix}: OpenEnv searches {depth}"
+        return None
+
+    # the verdict depends on the task's parent folder alone: judged once per folder (a group holds thousands)
+    task_dirs = list(task_dirs)
+    parents = list(map(itemgetter(0), map(str.rpartition, task_dirs, repeat("/"))))
+    by_parent = {folder: verdict(d) for folder, d in dict(zip(parents, task_dirs, strict=True)).items()}
+    return list(map(by_parent.__getitem__, parents))
 
 
 class _OuterTask:

@@ -1606,27 +1606,31 @@ def _mentions_verifiers(tree: Tree, path: str) -> bool:
         return False
 
 
-def reads_harbor(tasks: list[Task]) -> list[Refusal | str | None]:
+def reads_harbor(tasks: list[Task]) -> list[Refusal | None]:
     """verifiers.v1.tasksets.harbor (parse_task): single-step tasks with a prebuilt image, a compose
     ``main`` service, or no environment build at all (the harness's default image); it refuses tasks that
     only build environment/Dockerfile. It finds tasks through a Harbor registry.json (``harbor download``)."""
     return [_harbor_verdict(task.facts) for task in tasks]
 
 
-def _harbor_verdict(facts: dict) -> Refusal | str | None:
+def _harbor_verdict(facts: dict) -> Refusal | None:
     if facts.get("multi_step"):
-        return "multi-step task (Verifiers' Harbor loader refuses [[steps]])"
+        return _MULTI_STEP
     if facts.get("verifier_user"):
-        return "sets [verifier].user, which Verifiers' Harbor loader refuses"
+        return _VERIFIER_USER
     if not (facts.get("docker_image") or facts.get("compose_main")) and facts.get("dockerfile"):
-        return ("only builds environment/Dockerfile (Verifiers needs [environment].docker_image or a "
-                "docker-compose main service)")
+        return _DOCKERFILE_ONLY
     if not facts.get("registry"):
         return _NOT_IN_REGISTRY
     return None
 
 
-# one verdict shared by every task it refuses (a Refusal is frozen): 100,000 tasks need not build 100,000
+# one verdict shared by every task it refuses (a Refusal is frozen): 100,000 tasks need not build 100,000, and
+# the engine takes a list of shared Refusals whole
+_MULTI_STEP = Refusal("multi-step task (Verifiers' Harbor loader refuses [[steps]])")
+_VERIFIER_USER = Refusal("sets [verifier].user, which Verifiers' Harbor loader refuses")
+_DOCKERFILE_ONLY = Refusal("only builds environment/Dockerfile (Verifiers needs [environment].docker_image or a "
+                           "docker-compose main service)")
 _NOT_IN_REGISTRY = Refusal("no root registry.json lists them (Verifiers loads Harbor tasks through harbor download)",
                            near_miss=True)
 
