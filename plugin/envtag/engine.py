@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterable
-from itertools import compress, repeat
-from operator import add, attrgetter, eq, not_, or_
+from itertools import compress, groupby, repeat
+from operator import add, attrgetter, eq, itemgetter, not_, or_
 
 from .config import Config, parse_config
 from .errors import ConfigError, FileTooLarge, OutsideFile, ParseFailure, source_failed
@@ -171,8 +172,9 @@ def judge(tree: Tree, config: Config, *, native_only: bool | None = None, regist
                     if tag not in excluded and not native_only and layout_name in framework.readers
                     and layout_name not in framework.native}
         by_root: dict[str, list[int]] = {}  # root -> indexes of its tasks in detection.tasks
-        for index, task in enumerate(detection.tasks):
-            by_root.setdefault(task.root, []).append(index)
+        roots = list(map(attrgetter("root"), detection.tasks))
+        for root, run in groupby(range(len(roots)), roots.__getitem__):  # a root's tasks mostly come together
+            by_root.setdefault(root, []).extend(run)
         for root, indexes in sorted(by_root.items()):
             entry = _root_entry(registry, layout_name, detection, root, indexes)
             for tag, framework in registry.frameworks.items():
@@ -182,7 +184,8 @@ def judge(tree: Tree, config: Config, *, native_only: bool | None = None, regist
                     entry.native.append(tag)
                     loads[tag].append((entry, True))
                 elif tag in verdicts:
-                    refusals = [(detection.tasks[i], verdicts[tag][i]) for i in indexes if verdicts[tag][i]]
+                    said = list(map(verdicts[tag].__getitem__, indexes))
+                    refusals = list(compress(zip(map(detection.tasks.__getitem__, indexes), said, strict=True), said))
                     if refusals:
                         _judge_refusals(tag, entry, refusals, problems)
                     else:
@@ -215,8 +218,8 @@ def _source_problems(tree: Tree, config: Config, registry: Registry) -> list[Pro
 
 def _root_entry(registry: Registry, layout: str, detection: Detection, root: str, indexes: list[int]) -> RootReport:
     """A root of a layout: its counts, evidence and sample (who loads it is decided by the caller)."""
-    tasks = [detection.tasks[i] for i in indexes]
-    entry = RootReport(path=root, layout=layout, tasks=sum(t.count for t in tasks), units=len(tasks),
+    tasks = list(map(detection.tasks.__getitem__, indexes))
+    entry = RootReport(path=root, layout=layout, tasks=sum(map(attrgetter("count"), tasks)), units=len(tasks),
                        unit=registry.layouts[layout].unit, evidence=detection.evidence.get(root, []),
                        sample=[t.path for t in tasks[:SAMPLE]])
     inferred = sum(1 for t in tasks if t.facts.get("inferred"))
@@ -362,18 +365,22 @@ def _judge_refusals(tag: str, entry: RootReport, refusals: list[tuple[Task, Refu
     the whole of it for a fixable reason (a near-miss), is a problem; refusing it all otherwise is recorded
     on the root (``refused``): the framework simply does not read that layout there."""
     total, unit = entry.tasks, entry.unit  # counted in the layout's unit: rows of NeMo Gym files, not the files
-    counts: dict[str, int] = {}
-    for task, refusal in refusals:
-        counts[refusal.reason] = counts.get(refusal.reason, 0) + task.count
+    why = list(map(attrgetter("reason"), map(itemgetter(1), refusals)))
+    weights = list(map(attrgetter("count"), map(itemgetter(0), refusals)))
+    counts = Counter(why)  # each reason with its count, in the order first met (a task of several units weighs more)
+    if weights.count(1) != len(weights):
+        counts = Counter()
+        for reason, weight in zip(why, weights, strict=True):
+            counts[reason] += weight
     reasons = "; ".join(f"{reason} ({counted(n, unit)})" if len(counts) > 1 else reason
                         for reason, n in counts.items())
-    refused = sum(task.count for task, _ in refusals)
+    refused = sum(weights)
     if len(refusals) < entry.units:
         first, _ = refusals[0]
         problems.append(Problem(entry.path, f"{tag} can read {total - refused} of the {counted(total, unit)} "
                                             f"here but not {refused} (first: {first.path}): {reasons}; not "
                                             "tagged for this root", framework=tag))
-    elif all(refusal.near_miss for _, refusal in refusals):
+    elif all(map(attrgetter("near_miss"), map(itemgetter(1), refusals))):
         problems.append(Problem(entry.path, f"{tag} could read the {counted(total, unit)} here, but {reasons}; "
                                             "not tagged for this root", framework=tag))
     else:

@@ -29,8 +29,8 @@ import json
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import repeat
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import attrgetter, eq, itemgetter
 from typing import Any
 
 from envtag.sdk import (
@@ -472,8 +472,9 @@ def harbor_refusals(task_dirs: Iterable[str], task_toml_dirs: Iterable[str]) -> 
     deep, never inside a folder that holds a task.toml."""
     rule = rules()["harbor"]
     prefix, depth = hub_prefix(), rule["max_depth"]
-    holding = {d for d in task_toml_dirs if d.startswith(prefix)}
-    flat = sorted(d for d in holding if "/" not in d[len(prefix):])
+    listed = list(task_toml_dirs)
+    holding = set(compress(listed, map(str.startswith, listed, repeat(prefix))))
+    flat = sorted(compress(holding, map(eq, map(str.count, holding, repeat("/")), repeat(prefix.count("/")))))
     outer_of = _OuterTask(prefix, holding)
 
     def verdict(d: str) -> str | None:
@@ -547,8 +548,9 @@ def detect(tree: Tree) -> Detection:
 def reads_harbor(tasks: list[Task], tree: Tree | None = None) -> list[str | None]:
     """openenv.harbor.tasks.resolve_task_dirs on a Hub dataset (see ``harbor_refusals``). Every folder holding
     a task.toml counts, valid task or not: from the tree when the engine gives it, else the valid tasks."""
-    paths = [t.path for t in tasks]
-    holding = [parent(p) for p in tree.named("task.toml")] if tree is not None else paths
+    paths = list(map(attrgetter("path"), tasks))
+    holding = map(itemgetter(0), map(str.rpartition, tree.named("task.toml"), repeat("/"))) if tree is not None \
+        else paths  # (a task.toml at the top gives "", which is outside the loader's folder as "." is)
     return harbor_refusals(paths, holding)
 
 
