@@ -131,7 +131,7 @@ def filter_listing(paths: Iterable[str], root_name: str = "", *, names: list[str
     found among the folders (fewer than the files), and the files go in one pass per kind of rule. Links are
     the caller's business (it knows which paths are links and where they end).
     """
-    paths = list(paths)
+    paths = paths if isinstance(paths, list) else list(paths)  # (read, never changed)
     if not paths:
         return set(), []
     if names is None or folders is None:
@@ -210,7 +210,7 @@ def _bad_parts(paths: list[str], names: list[str], folders: set[str]) -> tuple[d
     folder's name, a line break, an environment marker, a name that is not UTF-8. Each test runs on the
     folders joined first, and folder by folder only when the joined text holds what it looks for (a needle
     without a slash cannot straddle two folders; "/." there is a folder that starts with a dot)."""
-    folders = list(folders.difference(("",)))
+    folders = list(filter(None, folders))  # ("" is the top)
     file_names = set(names)
     bad_names = {name: reason for name in file_names if (reason := file_reason(name)) is not None}
     joined = "/".join(folders)

@@ -174,8 +174,8 @@ class GitTree(Tree):
                     continue
             text = b"".join([*rest, chunk[:end]]).decode("utf-8", "surrogateescape")
             rest, pending = [chunk[end:]], len(chunk) - end
-            if text.count("\t") == text.count("\0"):  # no tab in a path: one split gives meta, path, meta...
-                fields = text.replace("\t", "\0").split("\0")
+            fields = text.replace("\t", "\0").split("\0")  # meta, path, meta, path... when no path holds a tab
+            if len(fields) == 2 * text.count("\0") + 1:  # (each record has one tab of its own)
                 metas, paths = fields[0:-1:2], fields[1::2]
             else:
                 records = [record.partition("\t") for record in text.split("\0")[:-1]]
@@ -188,7 +188,7 @@ class GitTree(Tree):
             split = list(map(str.rpartition, paths, repeat("/")))
             folders.update(map(itemgetter(0), split))
             names += map(itemgetter(2), split)
-            if f"{MODE_LINK} " in text or f"{MODE_SUBMODULE} " in text:  # (or a path that holds such text)
+            if max(metas, default="") >= MODE_LINK:  # a record starts with its mode: 100644 < 120000 < 160000
                 links += [path for path, meta in zip(paths, metas, strict=True) if meta.startswith(MODE_LINK)]
                 submodules += [path for path, meta in zip(paths, metas, strict=True)
                                if meta.startswith(MODE_SUBMODULE)]
@@ -215,17 +215,24 @@ class GitTree(Tree):
         if not names:
             return None
         entries = list(self._entries)
-        ends = tuple("/" + name for name in names)
-        paths = [*compress(entries, map(str.endswith, entries, repeat(ends))),
-                 *(name for name in names if name in self._entries)]
+        if self._listed_names is not None:  # each listed path's base name, split off by the listing
+            paths = list(compress(entries, map(names.__contains__, self._listed_names)))
+        else:
+            ends = tuple("/" + name for name in names)
+            paths = [*compress(entries, map(str.endswith, entries, repeat(ends))),
+                     *(name for name in names if name in self._entries)]
         if len(paths) < BULK_READ_MIN:
             return None
-        modes, _, shas, sizes = zip(*map(str.split, map(self._entries.__getitem__, paths)), strict=True)
-        sizes = [int(size) if size.isdigit() else PREFETCH_BUDGET for size in sizes]  # ("-" for a submodule)
-        files = map(and_, map(str.startswith, modes, repeat("100")),  # a file (a link's blob is its text)...
-                    map(PREFETCH_FILE_MAX.__ge__, sizes))  # ...small enough
+        records = list(map(str.split, map(self._entries.__getitem__, paths)))  # mode, type, blob id, size
+        sizes = list(map(itemgetter(3), records))
+        try:
+            sizes = list(map(int, sizes))
+        except ValueError:  # "-" for a submodule
+            sizes = [int(size) if size.isdigit() else PREFETCH_BUDGET for size in sizes]
+        files = map(and_, map(str.startswith, map(itemgetter(0), records), repeat("100")),  # a file (a link's
+                    map(PREFETCH_FILE_MAX.__ge__, sizes))  # blob is its text), small enough
         # blob id -> (a path of it, its size)
-        wanted = dict(compress(zip(shas, zip(paths, sizes, strict=True), strict=True), files))
+        wanted = dict(compress(zip(map(itemgetter(2), records), zip(paths, sizes, strict=True), strict=True), files))
         held = bisect_right(list(accumulate(map(itemgetter(1), wanted.values()))), PREFETCH_BUDGET)
         if held < len(wanted):
             wanted = dict(islice(wanted.items(), held))
@@ -333,7 +340,8 @@ class GitTree(Tree):
         listed_folders = folders  # links pass through any of them, skipped or left out, as on disk
         if self.skip:
             folders = {folder for folder in folders if not self.skipped(folder)}
-        self._dirs = filter_folders(folders, left_out) | {"."}
+        self._dirs = filter_folders(folders, left_out)
+        self._dirs.add(".")
         for link, target in self._resolve_links(links, kept, listed_folders).items():
             if target in files:  # a link is in the set only when its target is
                 self.links[link] = target
@@ -341,7 +349,7 @@ class GitTree(Tree):
                 left_out.append((link, LINK))
         self._files = files | self.links.keys() if self.links else files
         # git's order (Tree._file_list); the files are listed paths, so as many of them as paths are all of them
-        self._ordered = list(self._entries) if len(self._files) == len(self._entries) else \
+        self._ordered = listed if len(self._files) == len(listed) == len(self._entries) else \
             [path for path in self._entries if path in self._files]
         if names is not None and len(self._ordered) == len(names):  # every listed path is a file of the set
             self._ordered_names = names
