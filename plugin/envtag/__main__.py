@@ -1,4 +1,5 @@
-"""``python -m envtag``: the command line, without the current directory on sys.path.
+"""The command line (``python -m envtag`` and the ``envtag`` console script), without the current directory on
+sys.path.
 
 ``python -m`` puts the current directory first on sys.path, and envtag is run from inside the folders it
 inspects: a taskset's own ``yaml.py``, ``pluggy.py`` or ``huggingface_hub/`` would be imported in place of
@@ -8,6 +9,7 @@ before this file runs, which nothing inside the process can prevent. That is why
 GitHub Action run ``python -I -m envtag`` (isolated: no current directory at all).
 """
 
+import gc
 import os
 import sys
 
@@ -21,8 +23,16 @@ def _drop_current_directory() -> None:
                    if entry and (here is None or os.path.realpath(entry) != here)]
 
 
-_drop_current_directory()
+def main() -> int:
+    """The ``envtag`` console script and ``python -m envtag``."""
+    _drop_current_directory()
+    from .process import GC_THRESHOLDS
 
-from .cli import run  # noqa: E402 - after sys.path is cleaned, on purpose
+    gc.set_threshold(*GC_THRESHOLDS)  # from here: importing the command builds many objects and frees few
+    from .cli import run  # after sys.path is cleaned, on purpose
 
-raise SystemExit(run())
+    return run()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -12,6 +12,9 @@ from __future__ import annotations
 _owned = False
 _session = False
 
+# A run builds many small objects and frees few: the collector runs less often while it does (as mypy's does).
+GC_THRESHOLDS = (100_000, 50, 50)
+
 
 def own(owned: bool = True) -> bool:
     """Take the process over (or give it back); returns the previous setting, for a caller that puts it back."""
