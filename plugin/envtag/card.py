@@ -10,7 +10,6 @@ is returned; a card that cannot be edited safely raises :class:`CardError` inste
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import stat
@@ -799,6 +798,8 @@ class CardPlan:
         return "; ".join(changes) or "update"
 
     def diff(self) -> str:
+        import difflib  # only a diff needs it
+
         before = (self.before or "").splitlines(keepends=True)
         after = self.after.splitlines(keepends=True)
         old = f"a/{self.path}" if self.before is not None else "/dev/null"  # a new card, as git shows it

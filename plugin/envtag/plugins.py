@@ -14,7 +14,6 @@ skipped; it never takes the tool down.
 
 from __future__ import annotations
 
-import configparser
 import importlib
 import os
 import re
@@ -169,6 +168,8 @@ def _entry_points(errors: list[str]) -> list[EntryPoint]:
             except OSError:
                 continue
             if header in text:
+                import configparser  # only when a distribution declares envtag plugins
+
                 try:
                     found.extend(_parse_group(text, _distribution(folder, name)))
                 except configparser.Error as exc:  # a broken distribution must not take the tool down
@@ -197,6 +198,8 @@ def _distribution(folder: str, name: str) -> str:
 
 
 def _parse_group(text: str, dist: str = "") -> list[EntryPoint]:
+    import configparser
+
     parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
     parser.optionxform = str  # entry-point names are case-sensitive
     parser.read_string(text)
