@@ -4,7 +4,6 @@ and compares is hashed one way, and a pointer is told one way wherever it turns 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from typing import Any, BinaryIO
@@ -24,6 +23,8 @@ _GO_SIZE = re.compile(r"[+-]?\d+\Z")  # strconv.ParseInt(value, 10, 64)
 
 def blob_hasher(size: int) -> Any:
     """A sha1 primed with git's blob header for ``size`` bytes: feed it the content for the blob id."""
+    import hashlib  # OpenSSL, loaded by the commands that hash (detecting hashes nothing)
+
     return hashlib.sha1(b"blob %d\0" % size)
 
 
@@ -40,6 +41,8 @@ def content_ids(handle: BinaryIO) -> tuple[str, str]:
     start = handle.tell()
     size = handle.seek(0, os.SEEK_END) - start
     handle.seek(start)
+    import hashlib
+
     sha1, sha256 = blob_hasher(size), hashlib.sha256()
     for chunk in iter(lambda: handle.read(CHUNK), b""):
         sha1.update(chunk)
