@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import envtag
 from envtag.engine import detect
+from envtag.tree import MemoryTree
 from fixture_repos import FIXTURES, build, harbor_tasks, jsonl, nemo_row, registry
 
 
@@ -165,3 +168,20 @@ def test_a_skip_pattern_keeps_harbors_link_check(tmp_path):
         assert report.framework("harbor").tasks == 1
         assert any(p.path.startswith("tasks/t1") and "within the task" in p.message for p in report.problems), \
             report.problems
+
+
+@given(paths=st.lists(st.lists(st.sampled_from(["a", "b", "task.toml", "x.py", "y.py", "z.jsonl", "c.yaml"]),
+                               min_size=1, max_size=4).map("/".join), unique=True, max_size=40),
+       asked=st.lists(st.sampled_from(["a", "b", "task.toml", "x.py", "y.py", "z.jsonl", "c.yaml", "none", ".py",
+                                       (".yaml", ".jsonl"), ".toml"]), max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_files_by_name_and_suffix_are_the_listing_s_in_any_order_of_questions(paths, asked):
+    """named() answers its first names by a pass each over the listing and the rest from one index: whatever is
+    asked, in whatever order, the answers are the files of that name (or suffix), sorted."""
+    files = {p for p in paths if not any(q.startswith(p + "/") for q in paths)}  # a path is a file or a folder
+    tree = MemoryTree({p: b"" for p in files})
+    for question in asked:
+        if isinstance(question, str) and not question.startswith("."):
+            assert tree.named(question) == sorted(p for p in files if p.rpartition("/")[2] == question)
+        else:
+            assert tree.with_suffix(question) == sorted(p for p in files if p.rpartition("/")[2].endswith(question))

@@ -25,6 +25,7 @@ from .parallel import CHUNKS_PER_PROCESS, jobs, split_map
 MAX_READ = 1024 * 1024  # cap on any marker file read (task.toml, openenv.yaml, pyproject.toml, sources)
 SERIAL_FOLDERS = 5000  # a local walk's first folders, walked in this process: a smaller folder never forks
 SPLIT_STACK = 16  # ... and on, until this many folders wait to be walked: the rest is dealt out (parallel.py)
+PICKED_NAMES = 4  # names looked up by a pass each over the listing (Tree.named); past them, one index of all
 
 
 def parent(path: str) -> str:
@@ -71,7 +72,9 @@ class Tree:
         self._dirs: set[str] = {"."}
         self._by_name: dict[str, list[str]] | None = None
         self._ordered: list[str] | None = None  # the files in listing order (see _file_list)
-        self._ordered_names: list[str] | None = None  # their base names, when the source split them off already
+        self._ordered_names: list[str] | None = None  # their base names (the source may have split them off)
+        self._distinct_names: set[str] | None = None  # the base names of the files, once a name is looked up
+        self._picked: dict[str, list[str]] = {}  # name -> its files, sorted: the first names looked up (named)
         self._sorted: list[str] | None = None  # the files sorted (see under)
         self.bytes_read = 0
         self.reads = 0
@@ -113,13 +116,17 @@ class Tree:
             self._ordered = list(self._files)
         return self._ordered
 
+    def _base_names(self) -> list[str]:
+        """Each file's base name, in ``_file_list``'s order."""
+        if self._ordered_names is None:
+            self._ordered_names = list(map(itemgetter(2), map(str.rpartition, self._file_list(), repeat("/"))))
+        return self._ordered_names
+
     def _names(self) -> dict[str, list[str]]:
-        """Base name -> the files of that name, sorted: built once, on the first look-up by name."""
+        """Base name -> the files of that name, sorted: built once, when more than a few names are looked up."""
         if self._by_name is None:
-            files = self._file_list()
-            bases = self._ordered_names or map(itemgetter(2), map(str.rpartition, files, repeat("/")))
             index: dict[str, list[str]] = {}
-            for path, base in zip(files, bases, strict=True):
+            for path, base in zip(self._file_list(), self._base_names(), strict=True):
                 index.setdefault(base, []).append(path)
             for paths in index.values():
                 paths.sort()
@@ -127,7 +134,21 @@ class Tree:
         return self._by_name
 
     def named(self, name: str) -> list[str]:
-        """Every file whose base name is ``name``, sorted (a list of the caller's own)."""
+        """Every file whose base name is ``name``, sorted (a list of the caller's own). Until the whole index
+        exists, a name no file has costs a set look-up and each of the first few that some file has a pass over
+        the listing in C: detection asks for about ten names, most of them absent, and the index of 50,000
+        files took longer than all of those."""
+        if self._by_name is None:
+            if self._distinct_names is None:
+                self._distinct_names = set(self._base_names())
+            if name not in self._distinct_names:
+                return []
+            found = self._picked.get(name)
+            if found is None and len(self._picked) < PICKED_NAMES:
+                found = self._picked[name] = sorted(compress(self._file_list(),
+                                                             map(name.__eq__, self._base_names())))
+            if found is not None:
+                return list(found)
         return list(self._names().get(name, ()))
 
     def with_suffix(self, suffix: str | tuple[str, ...]) -> list[str]:
@@ -136,8 +157,9 @@ class Tree:
         if any("/" in end for end in ((suffix,) if isinstance(suffix, str) else suffix)):
             files = self._file_list()
             return sorted(compress(files, map(str.endswith, files, repeat(suffix))))
-        index = self._names()
-        return sorted(path for name in index if name.endswith(suffix) for path in index[name])
+        names = self._by_name if self._by_name is not None else \
+            self._distinct_names if self._distinct_names is not None else set(self._base_names())
+        return sorted(path for name in names if name.endswith(suffix) for path in self.named(name))
 
     def holds_files(self, folder: str) -> bool:
         """Whether something besides empty folders lies below ``folder``: git and the Hub keep no empty
