@@ -210,10 +210,9 @@ def _bad_parts(paths: list[str], names: list[str], folders: set[str]) -> tuple[d
     folder's name, a line break, an environment marker, a name that is not UTF-8. Each test runs on the
     folders joined first, and folder by folder only when the joined text holds what it looks for (a needle
     without a slash cannot straddle two folders; "/." there is a folder that starts with a dot)."""
-    folders = list(filter(None, folders))  # ("" is the top)
     file_names = set(names)
     bad_names = {name: reason for name in file_names if (reason := file_reason(name)) is not None}
-    joined = "/".join(folders)
+    joined = "/".join(folders)  # ("" for the top joins in as one more slash, which none of the tests looks for)
     suspects: set[str] = set()
     if joined.startswith(".") or "/." in joined:
         suspects.update(compress(folders, map(str.startswith, folders, repeat("."))))
