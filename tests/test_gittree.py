@@ -554,6 +554,44 @@ def test_marker_files_are_read_ahead_as_git_has_them_and_only_those_of_the_set(t
     tree.close()
 
 
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_the_read_ahead_reads_ids_and_sizes_as_listed_shared_blobs_once_and_leaves_an_unreadable_one(
+        tmp_path, monkeypatch, object_format):
+    """The read-ahead takes each marker file's blob id and size from its listed record (an id of 40 or 64 hex
+    digits), asks git once for a blob several files share, and leaves a blob git lists without a size ("BAD":
+    missing from the store) to the reads: every other marker file is then held, and that one fails to read."""
+    from envtag import gittree
+
+    monkeypatch.setattr(gittree, "BULK_READ_MIN", 4)
+    files = {f"t{i:02}/task.toml": f'name = "{i}"\n' for i in range(20)}
+    files |= {f"same{i}/task.toml": 'name = "shared"\n' for i in range(4)}
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main", f"--object-format={object_format}")
+    build(repo, files)
+    commit(repo)
+    missing = git(repo, "rev-parse", "HEAD:t07/task.toml")
+    (repo / ".git" / "objects" / missing[:2] / missing[2:]).unlink()
+    asked: list[str] = []
+    ask = gittree._CatFile.ask
+    monkeypatch.setattr(gittree._CatFile, "ask", lambda self, shas: ask(self, asked.extend(shas) or asked[-1:]))
+    ahead = gittree.GitTree._read_ahead
+    requested: list[list[str]] = []
+    monkeypatch.setattr(gittree.GitTree, "_read_ahead",
+                        lambda self, names: requested.append((found := ahead(self, names)).shas) or found)
+    tree = GitTree(repo, "HEAD", read_ahead=["task.toml"])
+    (shas,) = requested
+    assert missing not in shas and len(shas) == len(set(shas)) == 20  # 19 of their own, 1 shared by 4
+    assert all(len(sha) == len(tree.tree_id) for sha in shas)
+    asked.clear()
+    assert {path: tree.read(path).decode() for path in files if path != "t07/task.toml"} == \
+        {path: text for path, text in files.items() if path != "t07/task.toml"}
+    assert asked == []  # every one held
+    with pytest.raises(OSError):
+        tree.read("t07/task.toml")
+    tree.close()
+
+
 def test_an_interrupt_while_waiting_for_the_read_ahead_stops_its_git(tmp_path, monkeypatch, spawned):
     """Ctrl-C while GitTree waits for its read-ahead git: the tree is closed and that git stopped too (it kept
     running: its wait had already let go of it, an adversarial review)."""

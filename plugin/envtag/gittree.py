@@ -19,7 +19,7 @@ from bisect import bisect_right
 from collections import Counter, deque
 from collections.abc import Iterable
 from functools import partial
-from itertools import accumulate, compress, count, islice, repeat
+from itertools import accumulate, compress, count, repeat
 from operator import add, and_, itemgetter, not_
 from typing import Any, BinaryIO, NamedTuple
 
@@ -214,31 +214,37 @@ class GitTree(Tree):
                  and not any(is_secret(name, folder) for folder, _ in SECRET_IN_FOLDER)}
         if not names:
             return None
-        entries = list(self._entries)
         if self._listed_names is not None:  # each listed path's base name, split off by the listing
-            paths = list(compress(entries, map(names.__contains__, self._listed_names)))
+            paths = list(compress(self._entries, map(names.__contains__, self._listed_names)))
         else:
             ends = tuple("/" + name for name in names)
-            paths = [*compress(entries, map(str.endswith, entries, repeat(ends))),
+            paths = [*compress(self._entries, map(str.endswith, self._entries, repeat(ends))),
                      *(name for name in names if name in self._entries)]
         if len(paths) < BULK_READ_MIN:
             return None
-        records = list(map(str.split, map(self._entries.__getitem__, paths)))  # mode, type, blob id, size
-        sizes = list(map(itemgetter(3), records))
+        records = list(map(self._entries.__getitem__, paths))
+        # a file's record (a link's blob is its text; a submodule's is a commit) is "100644 blob <id> <size>":
+        # git writes a tree's modes in their canonical form, so the id and the size stand at fixed places
+        files = list(map(str.startswith, records, repeat("100")))
+        paths, records = list(compress(paths, files)), list(compress(records, files))
+        end = 12 + len(self.tree_id)  # (sha1 or sha256 ids)
+        shas = list(map(itemgetter(slice(12, end)), records))
         try:
-            sizes = list(map(int, sizes))
-        except ValueError:  # "-" for a submodule
-            sizes = [int(size) if size.isdigit() else PREFETCH_BUDGET for size in sizes]
-        files = map(and_, map(str.startswith, map(itemgetter(0), records), repeat("100")),  # a file (a link's
-                    map(PREFETCH_FILE_MAX.__ge__, sizes))  # blob is its text), small enough
-        # blob id -> (a path of it, its size)
-        wanted = dict(compress(zip(map(itemgetter(2), records), zip(paths, sizes, strict=True), strict=True), files))
-        held = bisect_right(list(accumulate(map(itemgetter(1), wanted.values()))), PREFETCH_BUDGET)
-        if held < len(wanted):
-            wanted = dict(islice(wanted.items(), held))
+            sizes = list(map(int, map(itemgetter(slice(end, None)), records)))  # (int() takes the padding)
+        except ValueError:  # "BAD" for a blob ls-tree could not read
+            sizes = [int(size) if size.isdigit() else PREFETCH_BUDGET
+                     for size in map(itemgetter(3), map(str.split, records))]
+        small = list(map(PREFETCH_FILE_MAX.__ge__, sizes))
+        shas, paths, sizes = list(compress(shas, small)), list(compress(paths, small)), list(compress(sizes, small))
+        if len(set(shas)) < len(shas):  # a blob several paths share is asked once, for the first of them
+            first = list(dict(zip(reversed(shas), reversed(range(len(shas))), strict=True)).values())
+            first.sort()
+            shas, paths, sizes = (list(map(column.__getitem__, first)) for column in (shas, paths, sizes))
+        held = bisect_right(list(accumulate(sizes)), PREFETCH_BUDGET)
+        del shas[held:], paths[held:], sizes[held:]
         requests, answers = _scratch(), _scratch()
         try:
-            requests.write(("\n".join(wanted) + "\n").encode("ascii"))
+            requests.write(("\n".join(shas) + "\n").encode("ascii"))
             requests.seek(0)
             process = self._popen(["cat-file", "--batch"], stdin=requests, stdout=answers, stderr=subprocess.DEVNULL)
         except OSError:  # git cannot be started: the reads ask the batch
@@ -246,7 +252,7 @@ class GitTree(Tree):
             return None
         finally:
             requests.close()
-        return _ReadAhead(process, answers, wanted)
+        return _ReadAhead(process, answers, shas, paths, sizes)
 
     def _take_ahead(self) -> None:
         """Wait for the read-ahead git and keep the blobs of the files the set holds (what the file set applied
@@ -261,10 +267,9 @@ class GitTree(Tree):
             out = ahead.answers.read()
         finally:
             ahead.answers.close()
-        if not ahead.wanted:
+        shas, paths, sizes = ahead.shas, ahead.paths, ahead.sizes
+        if not shas:
             return
-        shas = list(ahead.wanted)
-        paths, sizes = map(list, zip(*ahead.wanted.values(), strict=True))
         heads = list(map(b"%s blob %d\n".__mod__, zip(map(str.encode, shas), sizes, strict=True)))
         ends = list(accumulate(map(add, map(len, heads), map((1).__add__, sizes))))  # an answer: header, blob, LF
         heads_at = [0, *ends[:-1]]
@@ -606,12 +611,14 @@ def _scratch() -> BinaryIO:
 
 
 class _ReadAhead(NamedTuple):
-    """A read-ahead git (GitTree._read_ahead): the process, the file its answers go to, blob id -> (a path of it,
-    its size)."""
+    """A read-ahead git (GitTree._read_ahead): the process, the file its answers go to, and the blobs it was asked
+    for, in order: their ids, a path of each and their sizes."""
 
     process: subprocess.Popen
     answers: BinaryIO
-    wanted: dict[str, tuple[str, int]]
+    shas: list[str]
+    paths: list[str]
+    sizes: list[int]
 
 
 def _suspect(paths: list[str]) -> bool:
