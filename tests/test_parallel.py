@@ -94,6 +94,32 @@ def test_git_tree_report_is_the_same_in_parallel(tmp_path, monkeypatch, forks):
     tree.close()
 
 
+def test_a_git_tree_s_read_ahead_is_taken_once_before_the_fork_and_the_children_read_from_it(
+        tmp_path, monkeypatch, forks):
+    """GitTree's read-ahead git reads the marker files while the caller goes on; its answers are taken on the
+    first read, or by split_map before it forks (Tree.before_fork): the children then read every task.toml from
+    what the parent took, without a git of their own, and the report is the serial one."""
+    from envtag import gittree
+
+    monkeypatch.setattr(gittree, "BULK_READ_MIN", 4)
+    repo = init(tmp_path / "repo", mixed_taskset())
+    commit(repo)
+    serial = report_of(GitTree(repo, "HEAD", read_ahead=["task.toml"]), monkeypatch, "1")
+    tree = GitTree(repo, "HEAD", read_ahead=["task.toml"])
+    assert tree._ahead is not None  # still git's to finish
+    paths = tree.named("task.toml")
+    monkeypatch.setenv("ENVTAG_JOBS", "3")
+    # each file: its contents, who read it, and whether a child started a batch reader of its own to get it
+    parts = parallel.split_map(lambda chunk: [(p, tree.read(p), os.getpid(), tree._batch is not None)
+                                              for p in chunk], paths, tree, per_process=1)
+    assert len(forks) == 2 and tree._ahead is None
+    assert [(p, data) for p, data, _, _ in parts] == [(p, (repo / p).read_bytes()) for p in paths]
+    children = [own_batch for _, _, pid, own_batch in parts if pid != os.getpid()]
+    assert children and not any(children)
+    assert report_of(tree, monkeypatch, "3")[0] == serial[0]
+    tree.close()
+
+
 def test_a_failing_child_has_its_part_redone_here(tmp_path, monkeypatch, forks):
     parent = os.getpid()
     tree = LocalTree(build(tmp_path / "repo", mixed_taskset()))

@@ -113,7 +113,8 @@ class GitTree(Tree):
         self._lfs: dict[str, tuple[str, int]] = {}  # path -> (LFS object file, size): pointers resolved (``lfs``)
         self._batch: _CatFile | None = None  # started on the first read
         self._parents_batch: _CatFile | None = None  # in a forked child: the parent's, kept, never used
-        self._ahead: _ReadAhead | None = None  # the files named in read_ahead, read by git meanwhile
+        self._ahead: _ReadAhead | None = None  # the files named in read_ahead, read by git meanwhile (taken on the
+        # first read, or before a fork: the caller goes on while git reads)
         try:
             self.tree_id = self._resolve()  # the revision's root tree, pinned: a branch that moves changes nothing
             listing = self._ls_tree()
@@ -121,8 +122,6 @@ class GitTree(Tree):
             self._list(*listing)
             if lfs:
                 self._resolve_lfs()
-            if self._ahead is not None:
-                self._take_ahead()
         except OSError as exc:  # git cannot be started
             self.close()
             raise TreeError(f"reading a git revision needs the git command: {exc}") from None
@@ -258,10 +257,17 @@ class GitTree(Tree):
         """Wait for the read-ahead git and keep the blobs of the files the set holds (what the file set applied
         meanwhile left out is dropped unread). Each answer is where the sizes listed say it is, checked by its
         header; from the first that is not (a blob missing from a partial clone), the rest is left to the reads.
-        In whole-list operations: a loop per blob was a tenth of the tree's construction."""
-        ahead = self._ahead
-        ahead.process.wait()  # (interrupted: close() stops it)
-        self._ahead = None
+        In whole-list operations: a loop per blob was a tenth of the tree's construction. Run on the first read
+        (``_file``) or before a fork, not by the constructor: what the caller does meanwhile (importing a
+        framework's rules) overlaps git's reading."""
+        ahead, self._ahead = self._ahead, None
+        try:
+            ahead.process.wait()
+        except BaseException:  # interrupted: that git is stopped too
+            ahead.process.kill()
+            ahead.process.wait()
+            ahead.answers.close()
+            raise
         try:
             ahead.answers.seek(0)
             out = ahead.answers.read()
@@ -419,6 +425,8 @@ class GitTree(Tree):
     def _file(self, path: str) -> tuple[str, int]:
         """The blob id and size of a file of the set (a link's: its target's), parsed once per path (a prefetched
         file is looked up again when it is read)."""
+        if self._ahead is not None:
+            self._take_ahead()
         found = self._located.get(path)
         if found is None:
             if path not in self._files:
@@ -580,10 +588,17 @@ class GitTree(Tree):
         return {top[path] for path, value in zip(fields[0:-1:3], fields[2::3], strict=False)
                 if value == "lfs" and path in top}
 
+    def before_fork(self) -> None:
+        """The read-ahead is taken here, once, not by each child."""
+        if self._ahead is not None:
+            self._take_ahead()
+
     def after_fork(self) -> None:
         """In a forked child: the parent's cat-file pipes are shared, so reading them here would steal its
-        answers, and letting go of them would stop its git; keep them unused, and read through our own."""
+        answers, and letting go of them would stop its git; keep them unused, and read through our own. (A
+        read-ahead not taken before the fork is the parent's git too: left alone, the reads ask our own batch.)"""
         self._parents_batch, self._batch = self._batch, None
+        self._ahead = None
 
     def close(self) -> None:
         """Stop the git processes this tree started (they also stop when it is garbage collected)."""

@@ -38,11 +38,14 @@ MAX_JOBS = 4
 
 class Tree(Protocol):
     """What splitting needs of a tree (tree.Tree has it all; the local walk splits itself, so this module stays
-    below tree.py): whether a child may read it, how to let go of the parent's readers, and its read counts."""
+    below tree.py): whether a child may read it, how to finish what each child would do again and let go of the
+    parent's readers, and its read counts."""
 
     fork_safe: bool
     reads: int
     bytes_read: int
+
+    def before_fork(self) -> None: ...
 
     def after_fork(self) -> None: ...
 
@@ -88,6 +91,7 @@ def split_map(fn: Callable[[Sequence[Item]], list[Result]], items: Sequence[Item
     children: list[_Child] = []
     parent = os.getpid()
     try:
+        tree.before_fork()
         for _ in range(1, min(count, len(chunks))):
             # Ctrl-C waits until the child is recorded (it is then stopped); between fork() and that, it would be
             # left running, its pipe open

@@ -54,7 +54,7 @@ class Tree:
     ignore rules not applied: an upload must refuse), ``links`` (a link of the set -> the file of the set it
     ends at: a folder's links, which a loader on disk follows and may refuse). Its shape: ``name``,
     ``full_reads`` (False for remote sources: detectors read heads and a ``sample_limit`` of marker files),
-    ``fork_safe``. Life: ``close()`` (also ``with tree:``), ``after_fork()``.
+    ``fork_safe``. Life: ``close()`` (also ``with tree:``), ``before_fork()``, ``after_fork()``.
 
     Subclasses fill ``_files`` and ``_dirs`` (repo-relative POSIX paths) once, and give ``size`` and ``_read``.
     """
@@ -211,6 +211,10 @@ class Tree:
     def prefetch(self, paths: Iterable[str]) -> None:
         """A hint that these files will be read soon (remote sources fetch them in parallel)."""
 
+    def before_fork(self) -> None:
+        """Called in the parent before it forks children that read this tree: finish what each child would
+        otherwise do again (a git tree takes the blobs its read-ahead git read)."""
+
     def after_fork(self) -> None:
         """Called in a forked child before it reads: let go of what the parent process owns."""
 
@@ -269,6 +273,9 @@ class NarrowedTree(Tree):
 
     def prefetch(self, paths: Iterable[str]) -> None:
         self.inner.prefetch(paths)
+
+    def before_fork(self) -> None:
+        self.inner.before_fork()
 
     def after_fork(self) -> None:
         self.inner.after_fork()
