@@ -24,7 +24,8 @@ def _drop_current_directory() -> None:
 
 
 def main() -> int:
-    """The ``envtag`` console script and ``python -m envtag``."""
+    """The ``envtag`` console script and ``python -m envtag``: the process is the command's (the collector's
+    thresholds stay raised)."""
     _drop_current_directory()
     from .process import GC_THRESHOLDS
 

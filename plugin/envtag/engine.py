@@ -353,8 +353,9 @@ def _detection_bug(detection: Detection) -> str | None:
     # each path is its root, or below it ("." holds them all)
     held = map(or_, map(or_, map(str.startswith, paths, map(add, roots, repeat("/"))), map(eq, paths, roots)),
                map(eq, roots, repeat(".")))
-    stray = next(compress(roots, map(not_, held)), None)
-    if stray is not None:
+    strays = set(compress(roots, map(not_, held)))
+    if strays:  # the first root named, of those that stray
+        stray = next(root for root in dict.fromkeys(roots) if root in strays)
         return f"Task root {stray!r} does not hold all of its tasks' paths"
     return None
 

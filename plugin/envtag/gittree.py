@@ -830,6 +830,8 @@ class _CatFile:
     def answer(self) -> tuple[str, bytes | None]:
         """The next answer: (blob id, its bytes), or None for an object that is missing or not a blob."""
         sha, header, data = self._next()
+        if header[0] != sha.encode("ascii"):  # the answers are out of step with the questions (see _next)
+            raise OSError(f"cannot read git object {sha}: git cat-file answered for another object")
         return sha, data if header[1:2] == [b"blob"] else None
 
     def resolve(self, name: str) -> str | None:
@@ -850,7 +852,12 @@ class _CatFile:
             raise OSError(f"cannot read git object {sha}: git cat-file ended")
         if len(header) != 3:
             return sha, header, None
-        return sha, header, self.process.stdout.read(int(header[2]) + 1)[:-1]  # the content, then a newline
+        size = int(header[2]) if header[2].isdigit() else -1
+        data = self.process.stdout.read(size + 1) if size >= 0 else b""  # the content, then a newline
+        if len(data) != size + 1 or data[-1:] != b"\n":  # a corrupt object longer than its header says: git
+            # sends all of it, and every later answer would be read out of step (so the caller starts another git)
+            raise OSError(f"cannot read git object {sha}: git cat-file's answer is not the size its header says")
+        return sha, header, data[:-1]
 
     def stop(self) -> None:
         self.process.kill()
