@@ -11,7 +11,7 @@ evidence and fails the test.
 
 ENVTAG_DIFFERENTIAL_CASES (default 1000) sets the number of cases per loader; the seed is fixed
 (ENVTAG_DIFFERENTIAL_SEED changes it). ``python tests/conformance/test_differential_verifiers.py --facts`` rewrites
-the pinned facts in envtag/builtin/verifiers.py from the venvs; test_facts_match_the_pinned_releases checks them.
+the pinned facts in envtag/builtin/verifiers_rules.py from the venvs; test_facts_match_the_pinned_releases checks them.
 """
 
 from __future__ import annotations
@@ -31,14 +31,14 @@ from hypothesis import strategies as st
 from venvs import ensure_venv, run_checker
 
 from conftest import COUNTS
-from envtag.builtin import verifiers
+from envtag.builtin import verifiers, verifiers_rules
 from envtag.engine import detect
 from envtag.tree import LocalTree
 
 pytestmark = pytest.mark.conformance
 
 HERE = Path(__file__).resolve().parent
-PLUGIN = HERE.parents[1] / "plugin" / "envtag" / "builtin" / "verifiers.py"
+RULES = HERE.parents[1] / "plugin" / "envtag" / "builtin" / "verifiers_rules.py"
 FACTS_MARKER = "_FACTS: dict = "
 LOADERS = (("verifiers", "v1"), ("verifiers-v0", "v0"))  # venv, kind (0.4's v1 loader; 0.3.1's legacy one)
 
@@ -106,8 +106,8 @@ def test_facts_match_the_pinned_releases():
     expected = pinned_facts()
     for data in expected.values():
         data["min_python"] = tuple(data["min_python"])
-    assert verifiers._FACTS == expected, (
-        "envtag/builtin/verifiers.py's _FACTS differ from the pinned releases: run "
+    assert verifiers_rules._FACTS == expected, (
+        "envtag/builtin/verifiers_rules.py's _FACTS differ from the pinned releases: run "
         "python tests/conformance/test_differential_verifiers.py --facts")
 
 
@@ -636,9 +636,9 @@ def coverage_specs() -> list[dict]:
 
 # -- The differential run ------------------------------------------------------------------------------------
 
-def _envtag_verdicts(root: Path, project: str) -> tuple[verifiers.PackageVerdict, bool]:
+def _envtag_verdicts(root: Path, project: str) -> tuple[verifiers_rules.PackageVerdict, bool]:
     """envtag's verdict per loader, and whether detect() tags the folder (it must agree with them)."""
-    verdict = verifiers.judge_package(LocalTree(root), ".", project)
+    verdict = verifiers_rules.judge_package(LocalTree(root), ".", project, verifiers.LAYOUT)
     tagged = "verifiers" in detect(root).tags
     return verdict, tagged
 
@@ -681,7 +681,7 @@ def test_generated_packages_agree_with_both_loaders(tmp_path):
                 continue
             if mine.loads is None:
                 counts["undecided"] += 1
-                allowed = dynamic or verifiers._PY_OLDER_THAN_LOADERS and bool(NOISE_SYNTAX & set(spec["noise"]))
+                allowed = dynamic or verifiers_rules._PY_OLDER_THAN_LOADERS and bool(NOISE_SYNTAX & set(spec["noise"]))
                 if not allowed:
                     problems.append(f"{venv}: {where}: envtag is undecided ({mine.reason}); the loader says "
                                     f"{'ok' if answer['ok'] else 'no: ' + answer['reason']}")
@@ -705,9 +705,9 @@ def test_generated_packages_agree_with_both_loaders(tmp_path):
 if __name__ == "__main__":
     if sys.argv[1:] == ["--facts"]:
         sys.path.insert(0, str(HERE))
-        source = PLUGIN.read_text(encoding="utf-8")
+        source = RULES.read_text(encoding="utf-8")
         head = source[:source.index(FACTS_MARKER)]
-        PLUGIN.write_text(head + facts_source(pinned_facts()), encoding="utf-8")
-        print(f"wrote the pinned facts into {PLUGIN}")
+        RULES.write_text(head + facts_source(pinned_facts()), encoding="utf-8")
+        print(f"wrote the pinned facts into {RULES}")
     else:
         sys.exit(f"usage: {sys.argv[0]} --facts")
